@@ -1,0 +1,24 @@
+# Build options. Kernel generation is part of the build: the default set is lean enough for CI;
+# larger sets are opt-in.
+
+# CPU targets of the multi-target kernel library, most capable first: the runtime dispatches to
+# the first one the running CPU supports. No avx512_sapphirerapids by default: with LLVM 14 it
+# implies AVX512-FP16, which other AVX-512 CPUs (AMD Zen 4) lack.
+if (CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+    set(_attngen_default_cpu_targets
+        "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"
+        "x86-64-linux-avx-avx2-f16c-fma-sse41"
+        "x86-64-linux-sse41")
+else ()
+    set(_attngen_default_cpu_targets "host")
+endif ()
+set(ATTNGEN_CPU_TARGETS "${_attngen_default_cpu_targets}" CACHE STRING
+    "Halide targets of the CPU kernel library, most capable first (runtime dispatch picks the first the CPU supports)")
+
+option(ATTNGEN_OPENCL "Generate OpenCL kernels (run on PoCL in the tests)" ON)
+option(ATTNGEN_CUDA "Generate CUDA kernels (compiled here; run where an NVIDIA GPU is present)" ON)
+set(ATTNGEN_CUDA_CAPABILITY "cuda_capability_86" CACHE STRING "Halide CUDA capability feature (86 is Halide 14's highest)")
+option(ATTNGEN_EMIT_STMT "Also write each kernel's Halide statement (.stmt) and assembly next to it" OFF)
+option(ATTNGEN_BUILD_TESTS "Build the tests" ON)
+option(ATTNGEN_BUILD_BENCH "Build the benchmarks (needs Google Benchmark, OpenBLAS, oneDNN)" ON)
+set(ATTNGEN_FAST_HEAD_DIMS "64,128" CACHE STRING "Head dims with a compile-time fast path in every attention kernel")

@@ -1,0 +1,153 @@
+#include "attention_algorithm.h"
+
+namespace attngen {
+
+using namespace Halide;
+
+AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, const AttentionControls &ctl,
+                                 const Blocking &blocking) {
+    AttentionStages s;
+    s.blocking = blocking;
+    s.head_dim = p.head_dim;
+    s.q_len = p.q_len;
+    s.k_len = p.k_len;
+    s.heads = p.heads;
+    s.kv_heads = p.kv_heads;
+    s.batch = p.batch;
+
+    const int tile = blocking.query_tile;
+    const int chunk = blocking.key_chunk;
+    Var d = s.d, i = s.i, h = s.h, b = s.b, ii = s.ii, jj = s.jj, c = s.c, it = s.it, r = s.r;
+    Var j("j"), g("g");
+
+    scheme.setup(p);
+    Func query = scheme.transform_query(p, p.q);
+    s.key = scheme.transform_key(p, p.k);
+    s.transforms_query = query.name() != p.q.name();
+    s.transforms_key = s.key.name() != p.k.name();
+    s.value = p.v;
+
+    Expr scale = select(ctl.scale > 0.f, ctl.scale, scheme.default_scale(p));
+
+    // Positions and the key range each query tile can see.
+    Expr valid_keys = clamp(ctl.kv_len(b), 0, p.k_len);
+    Expr first_row = it * tile;
+    Expr last_row = min(it * tile + (tile - 1), p.q_len - 1);
+    Expr causal_end = clamp(p.query_position(last_row) + 1, 0, valid_keys);
+    s.key_end = Func("key_end");
+    s.key_end(it, b) = select(ctl.mask_kind == kMaskNone, valid_keys, causal_end);
+    s.key_begin = Func("key_begin");
+    s.key_begin(it, b) = select(ctl.mask_kind == kMaskSlidingWindow,
+                                clamp(p.query_position(first_row) - ctl.window + 1, 0, s.key_end(it, b)), 0);
+    s.chunk_begin = Func("chunk_begin");
+    s.chunk_begin(it, b) = s.key_begin(it, b) / chunk;
+    s.chunk_end = Func("chunk_end");
+    s.chunk_end(it, b) = select(s.key_end(it, b) > s.key_begin(it, b), (s.key_end(it, b) + (chunk - 1)) / chunk,
+                                s.chunk_begin(it, b));
+
+    // Query rows of a tile, transformed and scaled. Rows past q_len (the last tile's tail) repeat the
+    // last row; their results are never stored.
+    Expr row = it * tile + ii;
+    Expr clamped_row = min(row, p.q_len - 1);
+    s.query_tile = Func("query_tile");
+    s.query_tile(d, ii, it, h, b) = query(d, clamped_row, h, b) * scale;
+
+    // Scores of one (tile, chunk) block.
+    Expr key_index = c * chunk + jj;
+    Expr clamped_key = min(key_index, p.k_len - 1);
+    Expr kv_head = p.kv_head(h);
+    s.rd = RDom(0, p.head_dim, "rd");
+    s.qk = Func("qk");
+    s.qk(ii, jj, c, it, h, b) = 0.f;
+    s.qk(ii, jj, c, it, h, b) += s.query_tile(s.rd, ii, it, h, b) * s.key(s.rd, clamped_key, kv_head, b);
+
+    Expr score = s.qk(ii, jj, c, it, h, b);
+    Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);
+    if (term.defined()) score += scale * term;
+    Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
+    if (bias.defined()) score += bias;
+    Expr position = p.query_position(row);
+    Expr allowed = key_index < valid_keys &&
+                   (ctl.mask_kind == kMaskNone || key_index <= position) &&
+                   (ctl.mask_kind != kMaskSlidingWindow || position - key_index < ctl.window);
+    s.scores = Func("scores");
+    s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
+
+    // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
+    s.rj = RDom(0, chunk, "rj");
+    Expr rj_key = c * chunk + s.rj;
+    s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
+    s.chunk_max = Func("chunk_max");
+    s.chunk_max(ii, c, it, h, b) = kMaskedScore;
+    s.chunk_max(ii, c, it, h, b) = max(s.chunk_max(ii, c, it, h, b), s.scores(ii, s.rj, c, it, h, b));
+    Expr chunk_max = s.chunk_max(ii, c, it, h, b);
+    // A fully masked chunk keeps exp(masked - 0) == 0, so its sums are exactly zero.
+    Expr pivot = select(chunk_max > kFullyMaskedBelow, chunk_max, 0.f);
+    s.probs = Func("probs");
+    s.probs(ii, jj, c, it, h, b) = exp(s.scores(ii, jj, c, it, h, b) - pivot);
+    s.chunk_sum = Func("chunk_sum");
+    s.chunk_sum(ii, c, it, h, b) = 0.f;
+    s.chunk_sum(ii, c, it, h, b) += s.probs(ii, s.rj, c, it, h, b);
+
+    Expr rj_clamped_key = min(rj_key, p.k_len - 1);
+    s.chunk_acc = Func("chunk_acc");
+    s.chunk_acc(d, ii, c, it, h, b) = 0.f;
+    s.chunk_acc(d, ii, c, it, h, b) += s.probs(ii, s.rj, c, it, h, b) * s.value(d, rj_clamped_key, kv_head, b);
+
+    s.has_value_term = scheme.has_value_term();
+    if (s.has_value_term) {
+        ValueTerm vt = scheme.value_term(p);
+        // Probability mass per table row, then one small (rows x D) product per row.
+        s.value_hist = Func("value_hist");
+        s.value_hist(r, ii, c, it, h, b) = 0.f;
+        s.value_hist(vt.row(clamped_row, rj_clamped_key), ii, c, it, h, b) += s.probs(ii, s.rj, c, it, h, b);
+        s.rr = RDom(0, vt.rows, "rr");
+        s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
+    }
+
+    s.rc = RDom(0, (p.k_len + (chunk - 1)) / chunk, "rc");
+    s.rc.where(s.rc >= s.chunk_begin(it, b) && s.rc < s.chunk_end(it, b));
+    Expr row_acc, row_sum;
+    if (blocking.merge == Merge::TwoPass) {
+        // All chunk states of a tile, then exact rescaling to the row max.
+        s.chunk_state = Func("chunk_state");
+        s.chunk_state(d, ii, c, it, h, b) =
+            Tuple(s.chunk_acc(d, ii, c, it, h, b), s.chunk_max(ii, c, it, h, b), s.chunk_sum(ii, c, it, h, b));
+        s.row_max = Func("row_max");
+        s.row_max(ii, it, h, b) = kMaskedScore;
+        s.row_max(ii, it, h, b) = max(s.row_max(ii, it, h, b), s.chunk_state(0, ii, s.rc, it, h, b)[1]);
+        s.chunk_weight = Func("chunk_weight");
+        s.chunk_weight(ii, c, it, h, b) = exp(s.chunk_state(0, ii, c, it, h, b)[1] - s.row_max(ii, it, h, b));
+        s.row_sum = Func("row_sum");
+        s.row_sum(ii, it, h, b) = 0.f;
+        s.row_sum(ii, it, h, b) += s.chunk_state(0, ii, s.rc, it, h, b)[2] * s.chunk_weight(ii, s.rc, it, h, b);
+        s.row_acc = Func("row_acc");
+        s.row_acc(d, ii, it, h, b) = 0.f;
+        s.row_acc(d, ii, it, h, b) += s.chunk_state(d, ii, s.rc, it, h, b)[0] * s.chunk_weight(ii, s.rc, it, h, b);
+        row_acc = s.row_acc(d, i % tile, i / tile, h, b);
+        row_sum = s.row_sum(i % tile, i / tile, h, b);
+    } else {
+        // One running (acc, max, sum) per row, rescaled whenever a chunk raises the max.
+        s.online_state = Func("online_state");
+        s.online_state(d, ii, it, h, b) = Tuple(0.f, kMaskedScore, 0.f);
+        Expr old_acc = s.online_state(d, ii, it, h, b)[0];
+        Expr old_max = s.online_state(d, ii, it, h, b)[1];
+        Expr old_sum = s.online_state(d, ii, it, h, b)[2];
+        Expr chunk_max = s.chunk_max(ii, s.rc, it, h, b);
+        Expr new_max = max(old_max, chunk_max);
+        Expr keep = exp(old_max - new_max), take = exp(chunk_max - new_max);
+        s.online_state(d, ii, it, h, b) = Tuple(old_acc * keep + s.chunk_acc(d, ii, s.rc, it, h, b) * take, new_max,
+                                                old_sum * keep + s.chunk_sum(ii, s.rc, it, h, b) * take);
+        row_acc = s.online_state(d, i % tile, i / tile, h, b)[0];
+        row_sum = s.online_state(d, i % tile, i / tile, h, b)[2];
+    }
+
+    // A fully masked row (no visible key) is zero, never NaN.
+    s.output = Func("attention");
+    s.output(d, i, h, b) = select(row_sum > 0.f, row_acc / row_sum, 0.f);
+
+    s.helpers = scheme.helper_stages();
+    return s;
+}
+
+}  // namespace attngen

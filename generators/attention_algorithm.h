@@ -1,0 +1,90 @@
+// The fused attention algorithm: pure Halide definitions, no scheduling.
+//
+//   O[b,h,i,:] = sum_j softmax_j(s_ij) V[b,g(h),j,:] (+ value term)
+//   s_ij = scale * (q'_i . k'_j + score_term(i,j)) + logit_bias(i,j) + mask(i,j)
+//
+// The computation is blocked so that nothing of size Lq x Lk ever exists:
+//   * queries are split into tiles of `query_tile` rows (ii, it);
+//   * keys are split into chunks of `key_chunk` keys (jj, c). For one (tile, chunk) the scores,
+//     probabilities and P.V partial sums form a small 3-stage block whose state is
+//     (acc[d], max, sum) per row;
+//   * the chunk states of a tile are merged with exact softmax rescaling, either in two passes
+//     (all chunk states of a tile, then weights exp(m_c - m): chunks are independent, so they can
+//     run in parallel — split-K) or online (one running state per row, rescaled per chunk:
+//     O(1) state, the flash-attention form used on GPUs).
+// Only the chunks a tile can see are visited: causal, sliding-window and padding masks bound the
+// key range of each tile, and RDom predicates trim the loops to it.
+#pragma once
+
+#include "scheme.h"
+
+#include <Halide.h>
+
+#include <vector>
+
+namespace attngen {
+
+// Masks: none, causal (bottom-right), or sliding window (causal and p_i - j < window).
+enum MaskKind : int { kMaskNone = 0, kMaskCausal = 1, kMaskSlidingWindow = 2 };
+
+// Score given to masked entries. Finite on purpose: Halide assumes no infinities, and
+// exp(kMaskedScore - m) is exactly 0 for any sane row max m.
+constexpr float kMaskedScore = -1e30f;
+// A chunk whose max is below this had every entry masked.
+constexpr float kFullyMaskedBelow = -1e29f;
+
+enum class Merge { TwoPass, Online };
+
+struct Blocking {
+    int query_tile = 32;  // query rows per tile
+    int key_chunk = 256;  // keys per chunk
+    Merge merge = Merge::TwoPass;
+};
+
+// Runtime controls shared by every scheme.
+struct AttentionControls {
+    Halide::Expr scale;      // <= 0: the scheme's default
+    Halide::Expr mask_kind;  // MaskKind
+    Halide::Expr window;     // sliding window size, keys
+    Halide::Func kv_len;     // (b): valid keys per batch; keys j >= kv_len(b) are masked
+};
+
+// Every stage of one attention variant, for a schedule to place.
+struct AttentionStages {
+    Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"};            // output index
+    Halide::Var ii{"ii"}, jj{"jj"}, c{"c"}, it{"it"}, r{"r"};  // row in tile, key in chunk, chunk, tile, table row
+    Halide::RDom rd, rj, rc, rr;                           // over d, keys of a chunk, chunks, value-table rows
+
+    Halide::Func output;       // (d, i, h, b)
+    Halide::Func query_tile;   // (d, ii, it, h, b): transformed, scaled query rows
+    Halide::Func key, value;   // (d, j, g, b): transformed keys; values
+    Halide::Func key_begin, key_end;      // (it, b): key range a tile can see
+    Halide::Func chunk_begin, chunk_end;  // (it, b): chunk range a tile can see
+    Halide::Func qk;           // (ii, jj, c, it, h, b): q.k over d
+    Halide::Func scores;       // (ii, jj, c, it, h, b): scaled, biased, masked
+    Halide::Func chunk_max;    // (ii, c, it, h, b)
+    Halide::Func probs;        // (ii, jj, c, it, h, b): exp(s - chunk max)
+    Halide::Func chunk_sum;    // (ii, c, it, h, b)
+    Halide::Func chunk_acc;    // (d, ii, c, it, h, b): P.V (+ value term)
+    Halide::Func value_hist;   // (r, ii, c, it, h, b): P summed per value-table row; undefined without a value term
+    // Two-pass merge:
+    Halide::Func chunk_state;  // Tuple(acc, max, sum) over (d, ii, c, it, h, b)
+    Halide::Func row_max;      // (ii, it, h, b)
+    Halide::Func chunk_weight; // (ii, c, it, h, b): exp(chunk max - row max)
+    Halide::Func row_sum;      // (ii, it, h, b)
+    Halide::Func row_acc;      // (d, ii, it, h, b)
+    // Online merge:
+    Halide::Func online_state; // Tuple(acc, max, sum) over (d, ii, it, h, b), updated per chunk (rc)
+    std::vector<HelperStage> helpers;
+
+    Blocking blocking;
+    Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;
+    bool transforms_query = false, transforms_key = false, has_value_term = false;
+};
+
+// Builds one variant of the algorithm. `problem.head_dim` may be a constant (a fast path) or the
+// runtime extent. `scheme` must be freshly made: its hooks are called once.
+AttentionStages define_attention(const AttentionProblem &problem, Scheme &scheme, const AttentionControls &controls,
+                                 const Blocking &blocking);
+
+}  // namespace attngen

@@ -1,0 +1,145 @@
+// The attention generator: one kernel per (scheme, scheme options, shape class, target).
+// It never names a scheme: the scheme's inputs and hooks come from the registry.
+#include "../schedules/attention_schedule.h"
+#include "attention_pipeline.h"
+
+#include <sstream>
+
+namespace attngen {
+namespace {
+
+using namespace Halide;
+
+std::vector<int> parse_int_list(const std::string &text) {
+    std::vector<int> values;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (!item.empty()) values.push_back(std::stoi(item));
+    }
+    return values;
+}
+
+Merge parse_merge(const std::string &name) {
+    if (name == "twopass") return Merge::TwoPass;
+    if (name == "online") return Merge::Online;
+    throw std::runtime_error("attngen: merge must be twopass or online, got '" + name + "'");
+}
+
+class AttentionGenerator : public Generator<AttentionGenerator> {
+public:
+    GeneratorParam<std::string> scheme{"scheme", "sdpa"};
+    GeneratorParam<std::string> scheme_options{"scheme_options", ""};
+    GeneratorParam<std::string> shape_class{"shape_class", "prefill"};
+    GeneratorParam<std::string> fast_head_dims{"fast_head_dims", "64,128"};
+    // Schedule parameters; 0 keeps the default of the shape class (schedules/tuned files set them).
+    GeneratorParam<int> query_tile{"query_tile", 0};
+    GeneratorParam<int> key_chunk{"key_chunk", 0};
+    GeneratorParam<int> qk_block_keys{"qk_block_keys", 0};
+    GeneratorParam<int> pv_block_rows{"pv_block_rows", 0};
+    GeneratorParam<int> vector_width{"vector_width", 0};
+    GeneratorParam<int> split_keys{"split_keys", -1};
+    GeneratorParam<int> gpu_threads_d{"gpu_threads_d", 0};
+    // Merge of the key chunks: twopass (default) or online; empty keeps the schedule's choice.
+    GeneratorParam<std::string> merge{"merge", ""};
+
+    Input<Buffer<float>> q{"q", 4};
+    Input<Buffer<float>> k{"k", 4};
+    Input<Buffer<float>> v{"v", 4};
+    Input<Buffer<int32_t>> kv_len{"kv_len", 1};
+    Input<float> scale{"scale"};
+    Input<int32_t> mask_kind{"mask_kind"};
+    Input<int32_t> window{"window"};
+    Output<Buffer<float>> out{"out", 4};
+
+    void configure() {
+        std::unique_ptr<Scheme> probe = make_scheme(scheme, parse_scheme_options(scheme_options));
+        for (const InputSpec &spec : probe->inputs()) {
+            if (spec.dimensions == 0) {
+                scalar_inputs_.push_back({spec.name, add_input<Expr>(spec.name, spec.type)});
+            } else {
+                buffer_inputs_.push_back({spec, add_input<Buffer<>>(spec.name, spec.type, spec.dimensions)});
+            }
+        }
+    }
+
+    void generate() {
+        AttentionBindings bindings{q, k, v, kv_len, scale, mask_kind, window, {}};
+        for (auto &entry : buffer_inputs_) {
+            bindings.scheme_inputs.buffers.emplace(entry.first.name, ImageParam(*entry.second));
+            bindings.scheme_inputs.channel_dims[entry.first.name] = entry.first.channel_dim;
+        }
+        for (auto &entry : scalar_inputs_) bindings.scheme_inputs.scalars.emplace(entry.first, Expr(*entry.second));
+        pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options),
+                                              cpu_params().blocking, parse_int_list(fast_head_dims));
+        out = pipeline_.output;
+    }
+
+    void schedule() {
+        // Dense inputs (d innermost, zero-based) and an output shaped like q; the runtime packs
+        // other strides before calling.
+        for (Input<Buffer<float>> *input : {&q, &k, &v}) {
+            input->dim(0).set_min(0).set_stride(1);
+            for (int dim = 1; dim < 4; dim++) input->dim(dim).set_min(0);
+        }
+        out.dim(0).set_min(0).set_stride(1).set_extent(q.dim(0).extent());
+        for (int dim = 1; dim < 4; dim++) out.dim(dim).set_min(0).set_extent(q.dim(dim).extent());
+        kv_len.dim(0).set_min(0);
+
+        set_estimates();
+        if (auto_schedule) return;
+        const ShapeClass shape = parse_shape_class(shape_class);
+        GpuScheduleParams gpu = default_gpu_params(shape);
+        if (gpu_threads_d > 0) gpu.threads_d = gpu_threads_d;
+        if (query_tile > 0) gpu.blocking.query_tile = query_tile;
+        if (key_chunk > 0) gpu.blocking.key_chunk = key_chunk;
+        if (!merge.value().empty()) gpu.blocking.merge = parse_merge(merge);
+        schedule_attention(pipeline_, get_target(), shape, cpu_params(), gpu);
+        add_gpu_lowering_fixes(get_pipeline(), get_target());
+    }
+
+private:
+    CpuScheduleParams cpu_params() const {
+        const ShapeClass shape = parse_shape_class(shape_class);
+        CpuScheduleParams params = default_cpu_params(shape);
+        if (get_target().has_gpu_feature()) {
+            params.blocking = default_gpu_params(shape).blocking;
+        }
+        if (query_tile > 0) params.blocking.query_tile = query_tile;
+        if (key_chunk > 0) params.blocking.key_chunk = key_chunk;
+        if (qk_block_keys > 0) params.qk_block_keys = qk_block_keys;
+        if (pv_block_rows > 0) params.pv_block_rows = pv_block_rows;
+        if (vector_width > 0) params.vector_width = vector_width;
+        if (split_keys >= 0) params.split_keys = split_keys != 0;
+        if (!merge.value().empty()) params.blocking.merge = parse_merge(merge);
+        return params;
+    }
+
+    // Typical sizes, so the autoschedulers can run (and the runtime's defaults are documented).
+    void set_estimates() {
+        const bool decode = parse_shape_class(shape_class) == ShapeClass::Decode;
+        const int q_len = decode ? 1 : 512, k_len = decode ? 4096 : 512;
+        q.set_estimates({{0, 64}, {0, q_len}, {0, 8}, {0, 1}});
+        k.set_estimates({{0, 64}, {0, k_len}, {0, 8}, {0, 1}});
+        v.set_estimates({{0, 64}, {0, k_len}, {0, 8}, {0, 1}});
+        kv_len.set_estimates({{0, 1}});
+        out.set_estimates({{0, 64}, {0, q_len}, {0, 8}, {0, 1}});
+        scale.set_estimate(0.125f);
+        mask_kind.set_estimate(kMaskCausal);
+        window.set_estimate(0);
+        for (auto &entry : buffer_inputs_) {
+            Region estimates;
+            for (int dim = 0; dim < entry.first.dimensions; dim++) estimates.push_back({0, dim == 0 ? 64 : 8});
+            entry.second->set_estimates(estimates);
+        }
+    }
+
+    std::vector<std::pair<InputSpec, GeneratorInput<Buffer<>> *>> buffer_inputs_;
+    std::vector<std::pair<std::string, GeneratorInput<Expr> *>> scalar_inputs_;
+    AttentionPipeline pipeline_;
+};
+
+}  // namespace
+}  // namespace attngen
+
+HALIDE_REGISTER_GENERATOR(attngen::AttentionGenerator, attention)

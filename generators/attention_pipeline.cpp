@@ -1,0 +1,74 @@
+#include "attention_pipeline.h"
+
+namespace attngen {
+
+using namespace Halide;
+
+std::vector<InputSpec> attention_core_inputs() {
+    return {
+        {"q", Float(32), 4, "[batch, heads, q_len, head_dim]", 0},
+        {"k", Float(32), 4, "[batch, kv_heads, k_len, head_dim]", 0},
+        {"v", Float(32), 4, "[batch, kv_heads, k_len, head_dim]", 0},
+        {"kv_len", Int(32), 1, "[batch] valid keys per batch", -1},
+        {"scale", Float(32), 0, "score scale; <= 0 selects the scheme default", -1},
+        {"mask_kind", Int(32), 0, "0 none, 1 causal, 2 sliding window", -1},
+        {"window", Int(32), 0, "sliding window, keys", -1},
+    };
+}
+
+namespace {
+
+// An input as a Func; in fast paths the channel index is clamped to the runtime head_dim.
+Func channel_clamped(const ImageParam &param, const Expr &runtime_head_dim, bool clamp, const std::string &name) {
+    Var d("d"), x("x"), y("y"), z("z");
+    Func f(name);
+    f(d, x, y, z) = param(clamp ? min(d, runtime_head_dim - 1) : Expr(d), x, y, z);
+    return f;
+}
+
+}  // namespace
+
+AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const std::string &scheme_name,
+                                            const SchemeOptions &options, const Blocking &blocking,
+                                            const std::vector<int> &fast_head_dims) {
+    AttentionPipeline pipeline;
+    pipeline.head_dim = in.q.dim(0).extent();
+    pipeline.head_dims = fast_head_dims;
+    pipeline.head_dims.push_back(0);
+
+    Func kv_len("kv_len_in");
+    Var b("b");
+    kv_len(b) = in.kv_len(b);
+    AttentionControls controls{in.scale, in.mask_kind, in.window, kv_len};
+
+    for (int fixed : pipeline.head_dims) {
+        AttentionProblem p;
+        p.runtime_head_dim = pipeline.head_dim;
+        p.head_dim = fixed > 0 ? Expr(fixed) : pipeline.head_dim;
+        p.q_len = in.q.dim(1).extent();
+        p.heads = in.q.dim(2).extent();
+        p.batch = in.q.dim(3).extent();
+        p.k_len = in.k.dim(1).extent();
+        p.kv_heads = in.k.dim(2).extent();
+        const bool clamp = fixed > 0;
+        p.q = channel_clamped(in.q, pipeline.head_dim, clamp, "q_in");
+        p.k = channel_clamped(in.k, pipeline.head_dim, clamp, "k_in");
+        p.v = channel_clamped(in.v, pipeline.head_dim, clamp, "v_in");
+        p.inputs = &in.scheme_inputs;
+        std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
+        pipeline.variants.push_back(define_attention(p, *scheme, controls, blocking));
+    }
+
+    // The output selects the variant for the runtime head_dim; the schedule specializes on the same
+    // conditions so each branch computes exactly one variant.
+    Var d("d"), i("i"), h("h");
+    Expr value = pipeline.variants.back().output(d, i, h, b);
+    for (int n = int(fast_head_dims.size()) - 1; n >= 0; n--) {
+        value = select(pipeline.head_dim == fast_head_dims[n], pipeline.variants[n].output(d, i, h, b), value);
+    }
+    pipeline.output = Func("attention_out");
+    pipeline.output(d, i, h, b) = value;
+    return pipeline;
+}
+
+}  // namespace attngen

@@ -1,0 +1,73 @@
+// Positional functions as Halide expressions, shared by the fused schemes and the standalone
+// positional kernels. Each mirrors its reference's arithmetic, float32 where the reference
+// computes in float32 (the result is an integer bucket, so precision decides boundaries).
+#pragma once
+
+#include <Halide.h>
+
+namespace attngen {
+
+// T5 `_relative_position_bucket` (relative = key - query). The log branch runs in float32 and
+// truncates toward zero, like `.float()` ... `.to(torch.long)` in the reference. `log_span` is
+// log(max_distance / max_exact), a Python double in the reference rounded to float32 for the op:
+// the runtime computes it in double (GPUs may lack doubles).
+inline Halide::Expr t5_bucket(const Halide::Expr &relative, const Halide::Expr &bidirectional,
+                              const Halide::Expr &num_buckets, const Halide::Expr &log_span) {
+    using namespace Halide;
+    Expr buckets = select(bidirectional, num_buckets / 2, num_buckets);
+    Expr offset = select(bidirectional && relative > 0, buckets, 0);
+    Expr distance = select(bidirectional, max(relative, -relative), max(-relative, 0));
+    Expr max_exact = buckets / 2;
+    Expr ratio = cast<float>(max(distance, 1)) / cast<float>(max_exact);
+    Expr large = max_exact + cast<int>(log(ratio) / log_span * cast<float>(buckets - max_exact));
+    large = min(large, buckets - 1);
+    return offset + select(distance < max_exact, distance, large);
+}
+
+// DeBERTa `make_log_bucket_position` (relative = query - key), as in microsoft/DeBERTa da_utils:
+// clamp to +-(max_position - 1), then log buckets beyond bucket_size / 2, in float32. `log_span` is
+// log((max_position - 1) / (bucket_size / 2)), a Python double rounded to float32.
+inline Halide::Expr deberta_log_bucket(const Halide::Expr &relative, const Halide::Expr &bucket_size,
+                                       const Halide::Expr &max_position, const Halide::Expr &log_span) {
+    using namespace Halide;
+    Expr rel = clamp(relative, 1 - max_position, max_position - 1);
+    Expr mid = bucket_size / 2;
+    Expr magnitude = select(rel < mid && rel > -mid, mid - 1, max(rel, -rel));
+    Expr log_pos = cast<int>(ceil(log(cast<float>(magnitude) / cast<float>(mid)) / log_span * cast<float>(mid - 1))) + mid;
+    Expr sign = select(rel > 0, 1, select(rel < 0, -1, 0));
+    return select(magnitude <= mid, rel, log_pos * sign);
+}
+
+// RoPE pairings: which channel pairs with d, which frequency it uses, and the sign of the partner.
+enum class Pairing { Half, Interleaved };
+
+struct RotaryIndex {
+    Halide::Expr partner, frequency, partner_sign;
+};
+
+inline RotaryIndex rotary_index(Pairing pairing, const Halide::Expr &d, const Halide::Expr &rot_dim) {
+    using namespace Halide;
+    if (pairing == Pairing::Half) {
+        Expr half = rot_dim / 2;
+        Expr low = d < half;
+        return {select(low, d + half, d - half), select(low, d, d - half), select(low, -1.f, 1.f)};
+    }
+    Expr even = d % 2 == 0;
+    return {select(even, d + 1, d - 1), d / 2, select(even, -1.f, 1.f)};
+}
+
+// x[d] rotated by the angle of its frequency; channels >= rot_dim pass through unchanged.
+// `cos_of(f)` / `sin_of(f)` give the (already scaled) cosine and sine of frequency f.
+template <typename X, typename Cos, typename Sin>
+Halide::Expr rotate(Pairing pairing, const Halide::Expr &d, const Halide::Expr &rot_dim, X x, Cos cos_of, Sin sin_of) {
+    using namespace Halide;
+    RotaryIndex index = rotary_index(pairing, d, rot_dim);
+    Expr inside = d < rot_dim;
+    Expr frequency = clamp(index.frequency, 0, max(rot_dim / 2 - 1, 0));
+    // Clamped so bounds inference, which cannot see that the select keeps it in range, stays in range.
+    Expr partner = select(inside, clamp(index.partner, 0, max(rot_dim - 1, 0)), d);
+    Expr rotated = x(d) * cos_of(frequency) + index.partner_sign * x(partner) * sin_of(frequency);
+    return select(inside, rotated, x(d));
+}
+
+}  // namespace attngen

@@ -1,0 +1,87 @@
+#include "scheme.h"
+
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+namespace attngen {
+
+const Halide::ImageParam &BoundInputs::buffer(const std::string &name) const {
+    auto found = buffers.find(name);
+    if (found == buffers.end()) throw std::runtime_error("attngen: scheme input buffer '" + name + "' is not bound");
+    return found->second;
+}
+
+Halide::Expr BoundInputs::scalar(const std::string &name) const {
+    auto found = scalars.find(name);
+    if (found == scalars.end()) throw std::runtime_error("attngen: scheme input scalar '" + name + "' is not bound");
+    return found->second;
+}
+
+Halide::Func AttentionProblem::table(const std::string &name) const {
+    const Halide::ImageParam &param = inputs->buffer(name);
+    auto channel = inputs->channel_dims.find(name);
+    std::vector<Halide::Var> args;
+    std::vector<Halide::Expr> index;
+    for (int dim = 0; dim < param.dimensions(); dim++) {
+        args.push_back(Halide::Var("t" + std::to_string(dim)));
+        index.push_back(args.back());
+    }
+    if (channel != inputs->channel_dims.end() && channel->second >= 0) {
+        index[channel->second] = Halide::min(index[channel->second], runtime_head_dim - 1);
+    }
+    Halide::Func wrapped(name + "_in");
+    wrapped(args) = param(index);
+    return wrapped;
+}
+
+Halide::Expr Scheme::default_scale(const AttentionProblem &p) const {
+    return 1.f / Halide::sqrt(Halide::cast<float>(p.head_dim));
+}
+
+namespace {
+std::map<std::string, SchemeFactory> &scheme_table() {
+    static std::map<std::string, SchemeFactory> table;
+    return table;
+}
+}  // namespace
+
+void register_scheme(const std::string &name, SchemeFactory factory) {
+    scheme_table()[name] = std::move(factory);
+}
+
+std::unique_ptr<Scheme> make_scheme(const std::string &name, const SchemeOptions &options) {
+    auto found = scheme_table().find(name);
+    if (found == scheme_table().end()) {
+        std::ostringstream known;
+        for (const auto &entry : scheme_table()) known << " " << entry.first;
+        throw std::runtime_error("attngen: unknown scheme '" + name + "'; registered:" + known.str());
+    }
+    return found->second(options);
+}
+
+std::vector<std::string> registered_schemes() {
+    std::vector<std::string> names;
+    for (const auto &entry : scheme_table()) names.push_back(entry.first);
+    return names;
+}
+
+SchemeOptions parse_scheme_options(const std::string &text) {
+    SchemeOptions options;
+    std::istringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.empty()) continue;
+        auto eq = item.find(':');
+        if (eq == std::string::npos) throw std::runtime_error("attngen: scheme option '" + item + "' is not key:value");
+        options[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    return options;
+}
+
+std::string option_or(const SchemeOptions &options, const std::string &key, const std::string &fallback) {
+    auto found = options.find(key);
+    return found == options.end() ? fallback : found->second;
+}
+
+}  // namespace attngen

@@ -1,0 +1,139 @@
+// The scheme DSL: a positional scheme is a small set of hooks that the one attention algorithm calls.
+// A scheme never sees tiles, chunks or schedules; it speaks in absolute indices:
+//   query row i in [0, q_len), key j in [0, k_len), head h, kv head g, batch b, channel d.
+// Tensors follow Halide's innermost-first order: q(d, i, h, b), k(d, j, g, b), v(d, j, g, b).
+#pragma once
+
+#include <Halide.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attngen {
+
+// A kernel input beyond q, k, v: a table, slopes, position ids or a scalar.
+struct InputSpec {
+    std::string name;
+    Halide::Type type;
+    int dimensions;         // 0 for a scalar
+    std::string what;       // shape/meaning, for documentation and error messages
+    int channel_dim = -1;   // Halide dimension indexed by the head channel d, if any
+};
+
+// Inputs as bound by the generator (AOT) or the tuner (JIT).
+struct BoundInputs {
+    std::map<std::string, Halide::ImageParam> buffers;
+    std::map<std::string, Halide::Expr> scalars;
+    std::map<std::string, int> channel_dims;  // buffer name -> dimension indexed by d
+
+    const Halide::ImageParam &buffer(const std::string &name) const;
+    Halide::Expr scalar(const std::string &name) const;
+};
+
+// Where a scheme's helper Func is computed. The schedule maps each placement to loops, so a scheme
+// can say "once per call" (rotated keys, a bias row) without writing a schedule.
+enum class Placement {
+    PerCall,       // computed once before attention, over its whole domain
+    PerQueryTile,  // computed per query tile, for the tile's rows (i is its second argument)
+    PerKeyChunk,   // computed per (query tile, key chunk)
+};
+
+struct HelperStage {
+    Halide::Func func;
+    Placement placement;
+};
+
+// What the hooks can see of the problem.
+struct AttentionProblem {
+    // head_dim is a constant in a fast-path variant (D = 64, 128), else the runtime extent.
+    Halide::Expr head_dim, runtime_head_dim, q_len, k_len, heads, kv_heads, batch;
+    Halide::Func q, k, v;  // raw inputs, (d, i|j, h|g, b)
+    const BoundInputs *inputs = nullptr;
+
+    // A scheme input buffer as a Func. In fast-path variants the channel index is clamped to the
+    // runtime extent, so bounds inference never asks for channels the caller's buffer lacks.
+    Halide::Func table(const std::string &name) const;
+    Halide::Expr extent(const std::string &name, int dim) const { return inputs->buffer(name).dim(dim).extent(); }
+    Halide::Expr scalar(const std::string &name) const { return inputs->scalar(name); }
+
+    Halide::Expr kv_head(const Halide::Expr &h) const { return h / (heads / kv_heads); }
+    // Bottom-right alignment: query row i sits at absolute position k_len - q_len + i.
+    Halide::Expr query_position(const Halide::Expr &i) const { return k_len - q_len + i; }
+};
+
+// Value-side term (Shaw's aV): out_i += sum_j p_ij * table(d, row(i, j), h, b), with p the softmax.
+// The kernel folds it into the P.V pass through a per-row histogram over table rows.
+struct ValueTerm {
+    Halide::Func table;  // (d, r, h, b)
+    Halide::Expr rows;   // number of table rows
+    std::function<Halide::Expr(const Halide::Expr &i, const Halide::Expr &j)> row;
+};
+
+// One positional scheme. Every hook is optional: an absent hook adds nothing to the generated code.
+class Scheme {
+public:
+    virtual ~Scheme() = default;
+
+    virtual std::string name() const = 0;
+    // Kernel inputs this scheme needs, in call order.
+    virtual std::vector<InputSpec> inputs() const { return {}; }
+    // Called once before any hook; defines helper Funcs shared by hooks.
+    virtual void setup(const AttentionProblem &) {}
+
+    // Hook: scale applied to q.k and to score_term when the caller passes none (<= 0).
+    virtual Halide::Expr default_scale(const AttentionProblem &p) const;
+    // Hooks: query / key transforms (RoPE, xPos). Same index space as the input.
+    virtual Halide::Func transform_query(const AttentionProblem &, const Halide::Func &q) const { return q; }
+    virtual Halide::Func transform_key(const AttentionProblem &, const Halide::Func &k) const { return k; }
+    // Hook: content-position term, added to q.k and scaled with it (Shaw, Transformer-XL, DeBERTa).
+    virtual Halide::Expr score_term(const AttentionProblem &, const Halide::Expr & /*i*/, const Halide::Expr & /*j*/,
+                                    const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {
+        return Halide::Expr();
+    }
+    // Hook: bias added to the scaled score (ALiBi, T5).
+    virtual Halide::Expr logit_bias(const AttentionProblem &, const Halide::Expr & /*i*/, const Halide::Expr & /*j*/,
+                                    const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {
+        return Halide::Expr();
+    }
+    // Hook: value-side term (Shaw's aV).
+    virtual bool has_value_term() const { return false; }
+    virtual ValueTerm value_term(const AttentionProblem &) const { return {}; }
+
+    // Helper Funcs the hooks defined, with where they should be computed.
+    const std::vector<HelperStage> &helper_stages() const { return helpers_; }
+
+protected:
+    // Registers a helper Func for the schedule; returns it for convenience.
+    Halide::Func helper(Halide::Func f, Placement placement) const {
+        helpers_.push_back({f, placement});
+        return f;
+    }
+
+private:
+    mutable std::vector<HelperStage> helpers_;
+};
+
+// Scheme registry: a scheme file registers a factory under its name; generators look it up.
+using SchemeOptions = std::map<std::string, std::string>;
+using SchemeFactory = std::function<std::unique_ptr<Scheme>(const SchemeOptions &)>;
+
+void register_scheme(const std::string &name, SchemeFactory factory);
+std::unique_ptr<Scheme> make_scheme(const std::string &name, const SchemeOptions &options);
+std::vector<std::string> registered_schemes();
+// "a:1,b:two" -> {{"a","1"},{"b","two"}} (":" because generator parameters are key=value)
+SchemeOptions parse_scheme_options(const std::string &text);
+// Typed option lookup with a default; throws on a malformed value.
+std::string option_or(const SchemeOptions &options, const std::string &key, const std::string &fallback);
+
+#define ATTNGEN_REGISTER_SCHEME(NAME, FACTORY)                                 \
+    namespace {                                                                \
+    const bool attngen_scheme_registered_##NAME = [] {                         \
+        ::attngen::register_scheme(#NAME, FACTORY);                            \
+        return true;                                                           \
+    }();                                                                       \
+    }
+
+}  // namespace attngen

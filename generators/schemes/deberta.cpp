@@ -1,0 +1,65 @@
+// DeBERTa disentangled attention: score = (q_i.k_j + q_i.Kr[idx] + k_j.Qr[idx]) / sqrt(3D), with
+// idx = clamp(bucket(p_i - j) + span, 0, 2 span - 1) (query minus key; p2c uses the same index, as
+// the reference does) and optional log buckets.
+#include "../positional_math.h"
+#include "../scheme.h"
+
+namespace attngen {
+namespace {
+
+using namespace Halide;
+
+class Deberta : public Scheme {
+public:
+    std::string name() const override { return "deberta"; }
+
+    std::vector<InputSpec> inputs() const override {
+        return {{"deberta_pos_key", Float(32), 3, "[heads, 2*span, head_dim] relative key projections", 0},
+                {"deberta_pos_query", Float(32), 3, "[heads, 2*span, head_dim] relative query projections", 0},
+                {"deberta_bucket_size", Int(32), 0, "position_buckets (<= 0: no log buckets)"},
+                {"deberta_max_position", Int(32), 0, "max_relative_positions, for log buckets"},
+                {"deberta_log_span", Float(32), 0, "log((max_position - 1) / (bucket_size / 2)), computed by the runtime"}};
+    }
+
+    Expr default_scale(const AttentionProblem &p) const override {
+        return 1.f / sqrt(3.f * cast<float>(p.head_dim));
+    }
+
+    void setup(const AttentionProblem &p) override {
+        Expr span = p.extent("deberta_pos_key", 1) / 2;
+        Expr bucket_size = p.scalar("deberta_bucket_size"), max_position = p.scalar("deberta_max_position");
+        Func pos_key = p.table("deberta_pos_key");      // (d, r, h)
+        Func pos_query = p.table("deberta_pos_query");  // (d, r, h)
+        Var rel("rel"), r("r"), i("i"), j("j"), h("h"), b("b");
+        // Table row of each relative position p_i - j, once per call: the log buckets are evaluated
+        // once per distance, and bounds inference sees a clamped table instead of the bucket math.
+        Expr bucketed = select(bucket_size > 0 && max_position > 0,
+                               deberta_log_bucket(rel, max(bucket_size, 2), max(max_position, 2), p.scalar("deberta_log_span")),
+                               rel);
+        row_of_distance_ = helper(Func("deberta_row"), Placement::PerCall);
+        row_of_distance_(rel) = clamp(bucketed + span, 0, 2 * span - 1);
+        RDom d(0, p.head_dim, "deberta_d");
+        // c2p: q_i . Kr[r] for every row, per query row of a tile.
+        content_to_position_ = helper(Func("deberta_c2p"), Placement::PerQueryTile);
+        content_to_position_(r, i, h, b) = 0.f;
+        content_to_position_(r, i, h, b) += p.q(d, i, h, b) * pos_key(d, r, h);
+        // p2c: k_j . Qr[r] for every row and key, once per call.
+        position_to_content_ = helper(Func("deberta_p2c"), Placement::PerCall);
+        position_to_content_(r, j, h, b) = 0.f;
+        position_to_content_(r, j, h, b) += p.k(d, j, p.kv_head(h), b) * pos_query(d, r, h);
+    }
+
+    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {
+        Expr row = row_of_distance_(p.query_position(i) - j);
+        return content_to_position_(row, i, h, b) + position_to_content_(row, j, h, b);
+    }
+
+private:
+    Func row_of_distance_, content_to_position_, position_to_content_;
+};
+
+}  // namespace
+
+ATTNGEN_REGISTER_SCHEME(deberta, [](const SchemeOptions &) { return std::make_unique<Deberta>(); })
+
+}  // namespace attngen

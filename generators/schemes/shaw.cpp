@@ -1,0 +1,60 @@
+// Shaw et al. relative position representations (tensor2tensor): learned key and value vectors per
+// clipped distance clip(j - p_i, -K, K). Scores gain q_i . aK[r]; outputs gain sum_j p_ij aV[r].
+#include "../scheme.h"
+
+namespace attngen {
+namespace {
+
+using namespace Halide;
+
+class Shaw : public Scheme {
+public:
+    std::string name() const override { return "shaw"; }
+
+    std::vector<InputSpec> inputs() const override {
+        return {{"shaw_keys", Float(32), 2, "[2K+1, head_dim] relative key table", 0},
+                {"shaw_values", Float(32), 2, "[2K+1, head_dim] relative value table", 0}};
+    }
+
+    void setup(const AttentionProblem &p) override {
+        clip_ = (p.extent("shaw_keys", 1) - 1) / 2;
+        Func keys = p.table("shaw_keys");  // (d, r)
+        Var r("r"), i("i"), h("h"), b("b");
+        RDom d(0, p.head_dim, "shaw_d");
+        // q_i . aK[r] for every table row: (2K+1) x D per query row, far less than q.k.
+        query_dot_keys_ = helper(Func("shaw_q_dot_keys"), Placement::PerQueryTile);
+        query_dot_keys_(r, i, h, b) = 0.f;
+        query_dot_keys_(r, i, h, b) += p.q(d, i, h, b) * keys(d, r);
+    }
+
+    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {
+        return query_dot_keys_(row(p, i, j), i, h, b);
+    }
+
+    bool has_value_term() const override { return true; }
+
+    ValueTerm value_term(const AttentionProblem &p) const override {
+        Func values = p.table("shaw_values");
+        Var d("d"), r("r"), h("h"), b("b");
+        Func table("shaw_value_rows");
+        table(d, r, h, b) = values(d, r);
+        Expr clip = clip_;
+        return {table, 2 * clip_ + 1, [p, clip](const Expr &i, const Expr &j) {
+                    return clamp(j - p.query_position(i), -clip, clip) + clip;
+                }};
+    }
+
+private:
+    Expr row(const AttentionProblem &p, const Expr &i, const Expr &j) const {
+        return clamp(j - p.query_position(i), -clip_, clip_) + clip_;
+    }
+
+    Expr clip_;
+    Func query_dot_keys_;
+};
+
+}  // namespace
+
+ATTNGEN_REGISTER_SCHEME(shaw, [](const SchemeOptions &) { return std::make_unique<Shaw>(); })
+
+}  // namespace attngen

@@ -1,0 +1,57 @@
+// attngen C++ API: the C API (attngen.h) with tensor helpers and errors as values.
+#pragma once
+
+#include "attngen.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attngen {
+
+using Tensor = attngen_tensor;
+using AttentionDesc = attngen_attention_desc;
+using RunInfo = attngen_run_info;
+
+// A contiguous row-major view of `data` with `shape`.
+Tensor tensor(float *data, std::initializer_list<int64_t> shape);
+Tensor tensor(int32_t *data, std::initializer_list<int64_t> shape);
+Tensor tensor(const float *data, std::initializer_list<int64_t> shape);
+Tensor tensor(const int32_t *data, std::initializer_list<int64_t> shape);
+Tensor tensor(float *data, const std::vector<int64_t> &shape);
+// A strided view; strides in elements.
+Tensor strided(float *data, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides);
+
+struct Status {
+    attngen_status code = ATTNGEN_OK;
+    std::string message;
+    bool ok() const { return code == ATTNGEN_OK; }
+    explicit operator bool() const { return ok(); }
+};
+
+// A descriptor with defaults (SDPA, no mask, default scale, automatic device) and the scheme set.
+AttentionDesc attention_desc(attngen_scheme scheme = ATTNGEN_SCHEME_SDPA, attngen_mask mask = ATTNGEN_MASK_NONE);
+
+Status attention(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &out, const AttentionDesc &desc,
+                 RunInfo *info = nullptr);
+
+// A user-defined scheme's kernel, with its inputs by name (see attngen_attention_custom).
+struct NamedInputs {
+    std::map<std::string, Tensor> tensors;
+    std::map<std::string, double> scalars;
+};
+Status attention(const std::string &scheme, const std::string &options, const Tensor &q, const Tensor &k,
+                 const Tensor &v, const Tensor &out, const AttentionDesc &controls, const NamedInputs &inputs,
+                 RunInfo *info = nullptr);
+
+// Positional functions; on bad parameters they return an empty vector / -1 and set *status.
+std::vector<double> alibi_slopes(int heads, Status *status = nullptr);
+int t5_bucket(int relative_position, bool bidirectional, int num_buckets, int max_distance, Status *status = nullptr);
+int deberta_bucket(int relative_position, int bucket_size, int max_position, Status *status = nullptr);
+std::vector<float> rope_inv_freq(const attngen_rope_params &rope, int head_dim, int seq_len,
+                                 double *attention_factor = nullptr, Status *status = nullptr);
+attngen_rope_params rope_params(attngen_rope_pairing pairing = ATTNGEN_ROPE_HALF, double base = 10000.0);
+
+}  // namespace attngen

@@ -1,0 +1,246 @@
+// Kernel lookup in the generated registry, device selection, and calls through Halide's argv
+// entry points with arguments matched by name to each kernel's metadata.
+#include "internal.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <sstream>
+
+#include "cpu_targets.h"  // generated: ATTNGEN_CPU_TARGETS, comma-separated, dispatch order
+
+namespace attngen::detail {
+
+namespace {
+
+// Halide reports kernel errors through this handler; the runtime turns them into messages.
+std::mutex g_error_mutex;
+std::string g_last_halide_error;
+
+void capture_halide_error(void *, const char *message) {
+    std::lock_guard<std::mutex> lock(g_error_mutex);
+    g_last_halide_error = message ? message : "";
+    while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n') g_last_halide_error.pop_back();
+}
+
+// Records which CPU variant the multi-target wrapper picks: it queries variants in order,
+// most capable first, and runs the first the CPU supports.
+thread_local int t_feature_queries = 0;
+thread_local int t_chosen_variant = -1;
+
+int record_can_use_target_features(int count, const uint64_t *features) {
+    int result = halide_default_can_use_target_features(count, features);
+    if (result && t_chosen_variant < 0) t_chosen_variant = t_feature_queries;
+    t_feature_queries++;
+    return result;
+}
+
+void install_halide_hooks() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        halide_set_error_handler(capture_halide_error);
+        halide_set_custom_can_use_target_features(record_can_use_target_features);
+    });
+}
+
+std::vector<std::string> cpu_targets() {
+    std::vector<std::string> targets;
+    std::stringstream in(ATTNGEN_CPU_TARGETS);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (!item.empty()) targets.push_back(item);
+    }
+    return targets;
+}
+
+bool cuda_device_present() {
+    static int present = -1;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        present = 0;
+        void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (!lib) return;
+        using InitFn = int (*)(unsigned);
+        using CountFn = int (*)(int *);
+        auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+        auto count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
+        int devices = 0;
+        if (init && count && init(0) == 0 && count(&devices) == 0 && devices > 0) present = 1;
+    });
+    return present == 1;
+}
+
+// OpenCL devices of a type (CL_DEVICE_TYPE_GPU = 4, CL_DEVICE_TYPE_ALL = 0xFFFFFFFF).
+bool opencl_device_present(uint64_t device_type) {
+    void *lib = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libOpenCL.so", RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) return false;
+    using PlatformsFn = int (*)(unsigned, void **, unsigned *);
+    using DevicesFn = int (*)(void *, uint64_t, unsigned, void **, unsigned *);
+    auto platforms_fn = reinterpret_cast<PlatformsFn>(dlsym(lib, "clGetPlatformIDs"));
+    auto devices_fn = reinterpret_cast<DevicesFn>(dlsym(lib, "clGetDeviceIDs"));
+    if (!platforms_fn || !devices_fn) return false;
+    void *platforms[16];
+    unsigned platform_count = 0;
+    if (platforms_fn(16, platforms, &platform_count) != 0) return false;
+    for (unsigned p = 0; p < platform_count && p < 16; p++) {
+        unsigned devices = 0;
+        if (devices_fn(platforms[p], device_type, 0, nullptr, &devices) == 0 && devices > 0) return true;
+    }
+    return false;
+}
+
+bool opencl_gpu_present() {
+    static int present = -1;
+    static std::once_flag once;
+    std::call_once(once, [] { present = opencl_device_present(4) ? 1 : 0; });
+    return present == 1;
+}
+
+bool opencl_any_present() {
+    static int present = -1;
+    static std::once_flag once;
+    std::call_once(once, [] { present = opencl_device_present(0xFFFFFFFFull) ? 1 : 0; });
+    return present == 1;
+}
+
+}  // namespace
+
+const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
+                                         const std::string &shape, const std::string &device) {
+    for (int n = 0; n < kKernelCount; n++) {
+        const KernelEntry &k = kKernelTable[n];
+        if (std::string(k.kind) == "attention" && scheme == k.scheme && options == k.options && shape == k.shape &&
+            device == k.device) {
+            return &k;
+        }
+    }
+    return nullptr;
+}
+
+const KernelEntry *find_op_kernel(const std::string &op, const std::string &device) {
+    for (int n = 0; n < kKernelCount; n++) {
+        const KernelEntry &k = kKernelTable[n];
+        if (std::string(k.kind) == "op" && op == k.op && device == k.device) return &k;
+    }
+    return nullptr;
+}
+
+std::string resolve_device(attngen_device device, const std::string &scheme, const std::string &options,
+                           const std::string &shape) {
+    auto built = [&](const char *name) { return find_attention_kernel(scheme, options, shape, name) != nullptr; };
+    switch (device) {
+    case ATTNGEN_DEVICE_AUTO:
+        if (built("cuda") && cuda_device_present()) return "cuda";
+        if (built("opencl") && opencl_gpu_present()) return "opencl";
+        return "cpu";
+    case ATTNGEN_DEVICE_CPU: return "cpu";
+    case ATTNGEN_DEVICE_CUDA:
+        if (!built("cuda")) fail(ATTNGEN_ERROR_UNSUPPORTED, "device cuda requested, but this build has no CUDA kernels (ATTNGEN_CUDA=OFF)");
+        if (!cuda_device_present()) fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device cuda requested, but no CUDA driver or device was found");
+        return "cuda";
+    case ATTNGEN_DEVICE_OPENCL:
+        if (!built("opencl")) fail(ATTNGEN_ERROR_UNSUPPORTED, "device opencl requested, but this build has no OpenCL kernels (ATTNGEN_OPENCL=OFF)");
+        if (!opencl_any_present()) fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device opencl requested, but no OpenCL platform or device was found");
+        return "opencl";
+    }
+    invalid("desc.device is " + std::to_string(int(device)) + ", expected 0..3 (auto, cpu, opencl, cuda)");
+}
+
+std::string dispatched_cpu_target() {
+    std::vector<std::string> targets = cpu_targets();
+    if (targets.empty()) return "host";
+    if (targets.size() == 1) return targets.front();
+    if (t_chosen_variant >= 0 && t_chosen_variant < int(targets.size())) return targets[t_chosen_variant];
+    return targets.back();
+}
+
+void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
+    install_halide_hooks();
+    const halide_filter_metadata_t *meta = kernel.metadata();
+    std::vector<std::unique_ptr<HalideView>> views;
+    std::vector<void *> argv(meta->num_arguments);
+    std::vector<int32_t> ints(meta->num_arguments);
+    std::vector<float> floats(meta->num_arguments);
+    for (int n = 0; n < meta->num_arguments; n++) {
+        const halide_filter_argument_t &arg = meta->arguments[n];
+        const std::string name = arg.name;
+        if (arg.kind == halide_argument_kind_input_scalar) {
+            if (arg.type.code == halide_type_float && arg.type.bits == 32) {
+                auto found = args.floats.find(name);
+                if (found == args.floats.end()) invalid("kernel " + std::string(kernel.name) + " needs float input '" + name + "', not supplied");
+                floats[n] = found->second;
+                argv[n] = &floats[n];
+            } else if (arg.type.code == halide_type_int && arg.type.bits == 32) {
+                auto found = args.ints.find(name);
+                if (found == args.ints.end()) invalid("kernel " + std::string(kernel.name) + " needs int input '" + name + "', not supplied");
+                ints[n] = found->second;
+                argv[n] = &ints[n];
+            } else {
+                fail(ATTNGEN_ERROR_UNSUPPORTED, "kernel " + std::string(kernel.name) + ": scalar '" + name + "' has an unsupported type");
+            }
+            continue;
+        }
+        const bool is_output = arg.kind == halide_argument_kind_output_buffer;
+        auto found = args.tensors.find(is_output ? "out" : name);
+        if (found == args.tensors.end() || !found->second) {
+            invalid("kernel " + std::string(kernel.name) + " needs tensor '" + name + "', not supplied");
+        }
+        const attngen_tensor &t = *found->second;
+        const bool float_arg = arg.type.code == halide_type_float;
+        if (t.rank != arg.dimensions || (t.dtype == ATTNGEN_FLOAT32) != float_arg) {
+            invalid(std::string(is_output ? "out" : name) + ": expected rank " + std::to_string(arg.dimensions) + " " +
+                    (float_arg ? "float32" : "int32") + " for kernel " + kernel.name + ", got rank " +
+                    std::to_string(t.rank) + " shape " + shape_string(t));
+        }
+        views.push_back(std::make_unique<HalideView>(t, is_output, name));
+        argv[n] = views.back()->buffer();
+    }
+    {
+        std::lock_guard<std::mutex> lock(g_error_mutex);
+        g_last_halide_error.clear();
+    }
+    t_feature_queries = 0;
+    t_chosen_variant = -1;
+    const int result = kernel.argv(argv.data());
+    if (result != 0) {
+        std::string message;
+        {
+            std::lock_guard<std::mutex> lock(g_error_mutex);
+            message = g_last_halide_error;
+        }
+        if (result == halide_error_code_out_of_memory) fail(ATTNGEN_ERROR_OUT_OF_MEMORY, "kernel " + std::string(kernel.name) + ": out of memory");
+        const bool device_problem = std::string(kernel.device) != "cpu";
+        fail(device_problem ? ATTNGEN_ERROR_DEVICE_UNAVAILABLE : ATTNGEN_ERROR_KERNEL_FAILED,
+             "kernel " + std::string(kernel.name) + " failed (Halide error " + std::to_string(result) + ")" +
+                 (message.empty() ? "" : ": " + message));
+    }
+    for (auto &view : views) view->finish();
+}
+
+}  // namespace attngen::detail
+
+extern "C" const char *attngen_kernel_list(void) {
+    static std::string list = [] {
+        std::string text;
+        for (int n = 0; n < attngen::detail::kKernelCount; n++) {
+            const auto &k = attngen::detail::kKernelTable[n];
+            text += std::string(k.name) + " " + k.kind + " " + (k.kind == std::string("op") ? k.op : k.scheme) +
+                    (k.options[0] ? std::string(" ") + k.options : "") + (k.shape[0] ? std::string(" ") + k.shape : "") +
+                    " " + k.device + "\n";
+        }
+        return text;
+    }();
+    return list.c_str();
+}
+
+extern "C" int32_t attngen_device_available(attngen_device device) {
+    using namespace attngen::detail;
+    switch (device) {
+    case ATTNGEN_DEVICE_AUTO:
+    case ATTNGEN_DEVICE_CPU: return 1;
+    case ATTNGEN_DEVICE_OPENCL: return opencl_any_present() ? 1 : 0;
+    case ATTNGEN_DEVICE_CUDA: return cuda_device_present() ? 1 : 0;
+    }
+    return 0;
+}

@@ -1,0 +1,255 @@
+#include "internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+namespace attngen::detail {
+
+void fail(attngen_status code, const std::string &message) { throw Failure{code, message}; }
+
+void write_error(char *error, size_t error_size, const std::string &message) {
+    if (!error || error_size == 0) return;
+    const size_t n = std::min(message.size(), error_size - 1);
+    std::memcpy(error, message.data(), n);
+    error[n] = '\0';
+}
+
+std::string shape_string(const attngen_tensor &t) {
+    std::ostringstream out;
+    out << "[";
+    for (int d = 0; d < t.rank; d++) out << (d ? ", " : "") << t.shape[d];
+    out << "]";
+    return out.str();
+}
+
+namespace {
+const char *dtype_name(attngen_dtype dtype) {
+    switch (dtype) {
+    case ATTNGEN_FLOAT32: return "float32";
+    case ATTNGEN_INT32: return "int32";
+    }
+    return "unknown";
+}
+
+std::string dims_string(const DimNames &dims) {
+    std::string s = "[";
+    for (size_t d = 0; d < dims.size(); d++) s += (d ? ", " : "") + dims[d];
+    return s + "]";
+}
+}  // namespace
+
+bool is_present(const attngen_tensor *t) { return t && (t->data || t->rank > 0); }
+
+std::vector<int64_t> strides_of(const attngen_tensor &t) {
+    std::vector<int64_t> strides(t.rank);
+    bool all_zero = true;
+    for (int d = 0; d < t.rank; d++) all_zero = all_zero && t.strides[d] == 0;
+    if (all_zero) {
+        int64_t stride = 1;
+        for (int d = t.rank - 1; d >= 0; d--) {
+            strides[d] = stride;
+            stride *= std::max<int64_t>(t.shape[d], 1);
+        }
+    } else {
+        for (int d = 0; d < t.rank; d++) strides[d] = t.strides[d];
+    }
+    return strides;
+}
+
+int64_t element_count(const attngen_tensor &t) {
+    int64_t n = 1;
+    for (int d = 0; d < t.rank; d++) n *= t.shape[d];
+    return n;
+}
+
+void check_tensor(const attngen_tensor *t, const std::string &name, attngen_dtype dtype, const DimNames &dims,
+                  const std::vector<int64_t> &expected) {
+    const int rank = int(dims.size());
+    if (!t) invalid(name + ": tensor is null, expected " + dims_string(dims));
+    if (!t->data) invalid(name + ": data pointer is null");
+    if (t->dtype != dtype) {
+        invalid(name + ": dtype is " + dtype_name(t->dtype) + ", expected " + dtype_name(dtype));
+    }
+    if (t->rank != rank) {
+        invalid(name + ": rank is " + std::to_string(t->rank) + ", expected " + std::to_string(rank) + " " +
+                dims_string(dims));
+    }
+    for (int d = 0; d < rank; d++) {
+        if (t->shape[d] < 0) {
+            invalid(name + ": dimension " + std::to_string(d) + " (" + dims[d] + ") is " + std::to_string(t->shape[d]) +
+                    ", expected >= 0");
+        }
+        if (d < int(expected.size()) && expected[d] >= 0 && t->shape[d] != expected[d]) {
+            invalid(name + ": dimension " + std::to_string(d) + " (" + dims[d] + ") is " + std::to_string(t->shape[d]) +
+                    ", expected " + std::to_string(expected[d]) + " (shape " + shape_string(*t) + ")");
+        }
+        if (t->shape[d] > std::numeric_limits<int32_t>::max()) {
+            invalid(name + ": dimension " + std::to_string(d) + " (" + dims[d] + ") is too large for 32-bit indexing");
+        }
+    }
+    // Strides: positive where the extent exceeds 1, and no two elements at one address.
+    std::vector<int64_t> strides = strides_of(*t);
+    std::vector<int> order;
+    for (int d = 0; d < rank; d++) {
+        if (t->shape[d] <= 1) continue;
+        if (strides[d] < 1) {
+            invalid(name + ": stride of dimension " + std::to_string(d) + " (" + dims[d] + ") is " +
+                    std::to_string(strides[d]) + ", expected >= 1");
+        }
+        order.push_back(d);
+    }
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return strides[a] < strides[b]; });
+    for (size_t n = 1; n < order.size(); n++) {
+        const int inner = order[n - 1], outer = order[n];
+        if (strides[outer] < strides[inner] * t->shape[inner]) {
+            invalid(name + ": strides too small: dimension " + std::to_string(outer) + " (" + dims[outer] + ") has stride " +
+                    std::to_string(strides[outer]) + " but dimension " + std::to_string(inner) + " (" + dims[inner] +
+                    ") spans " + std::to_string(strides[inner] * t->shape[inner]) + " elements");
+        }
+    }
+    int64_t span = 0;
+    for (int d = 0; d < rank; d++) span += strides[d] * std::max<int64_t>(t->shape[d] - 1, 0);
+    if (span > std::numeric_limits<int32_t>::max()) invalid(name + ": too large for 32-bit indexing");
+}
+
+bool overlaps(const attngen_tensor &a, const attngen_tensor &b) {
+    auto range = [](const attngen_tensor &t) {
+        std::vector<int64_t> strides = strides_of(t);
+        int64_t last = 0;
+        for (int d = 0; d < t.rank; d++) last += strides[d] * std::max<int64_t>(t.shape[d] - 1, 0);
+        const size_t bytes = 4;
+        const auto *begin = static_cast<const uint8_t *>(t.data);
+        return std::make_pair(begin, begin + (last + 1) * bytes);
+    };
+    if (!a.data || !b.data || element_count(a) == 0 || element_count(b) == 0) return false;
+    auto ra = range(a), rb = range(b);
+    return ra.first < rb.second && rb.first < ra.second;
+}
+
+void check_finite(double value, const std::string &name) {
+    if (!std::isfinite(value)) invalid(name + " is not finite");
+}
+
+void check_finite(const attngen_tensor &t, const std::string &name) {
+    std::vector<int64_t> strides = strides_of(t);
+    const int64_t count = element_count(t);
+    const float *data = static_cast<const float *>(t.data);
+    for (int64_t flat = 0; flat < count; flat++) {
+        int64_t rest = flat, offset = 0;
+        for (int d = t.rank - 1; d >= 0; d--) {
+            offset += (rest % t.shape[d]) * strides[d];
+            rest /= t.shape[d];
+        }
+        if (!std::isfinite(data[offset])) invalid(name + ": element " + std::to_string(flat) + " is not finite");
+    }
+}
+
+namespace {
+template <typename T>
+attngen_tensor dense_view(std::vector<T> &values, const std::vector<int64_t> &shape, attngen_dtype dtype) {
+    attngen_tensor view{};
+    view.data = values.data();
+    view.dtype = dtype;
+    view.rank = int(shape.size());
+    for (size_t d = 0; d < shape.size(); d++) view.shape[d] = shape[d];
+    return view;
+}
+}  // namespace
+
+OwnedTensor owned_f32(std::vector<float> values, std::vector<int64_t> shape) {
+    OwnedTensor t;
+    t.f32 = std::move(values);
+    if (t.f32.empty()) t.f32.push_back(0.f);  // keep a valid pointer for empty extents
+    t.view = dense_view(t.f32, shape, ATTNGEN_FLOAT32);
+    return t;
+}
+
+OwnedTensor owned_i32(std::vector<int32_t> values, std::vector<int64_t> shape) {
+    OwnedTensor t;
+    t.i32 = std::move(values);
+    if (t.i32.empty()) t.i32.push_back(0);
+    t.view = dense_view(t.i32, shape, ATTNGEN_INT32);
+    return t;
+}
+
+namespace {
+// Visits every element offset (in elements) of a tensor in row-major order.
+template <typename Visit>
+void for_each_offset(const attngen_tensor &t, const std::vector<int64_t> &strides, Visit &&visit) {
+    const int64_t count = element_count(t);
+    std::vector<int64_t> index(t.rank, 0);
+    for (int64_t flat = 0; flat < count; flat++) {
+        int64_t offset = 0;
+        for (int d = 0; d < t.rank; d++) offset += index[d] * strides[d];
+        visit(flat, offset);
+        for (int d = t.rank - 1; d >= 0; d--) {
+            if (++index[d] < t.shape[d]) break;
+            index[d] = 0;
+        }
+    }
+}
+}  // namespace
+
+void fill_zero(const attngen_tensor &t) {
+    auto *data = static_cast<float *>(t.data);
+    for_each_offset(t, strides_of(t), [&](int64_t, int64_t offset) { data[offset] = 0.f; });
+}
+
+HalideView::HalideView(const attngen_tensor &t, bool is_output, const std::string &name)
+    : tensor_(t), is_output_(is_output) {
+    std::vector<int64_t> strides = strides_of(t);
+    const int rank = t.rank;
+    const bool needs_packing = rank > 0 && t.shape[rank - 1] > 1 && strides[rank - 1] != 1;
+    uint8_t *host = static_cast<uint8_t *>(t.data);
+    if (needs_packing) {
+        packed_.resize(std::max<int64_t>(element_count(t), 1) * 4);
+        if (!is_output_) {
+            auto *dst = reinterpret_cast<uint32_t *>(packed_.data());
+            const auto *src = static_cast<const uint32_t *>(t.data);
+            for_each_offset(t, strides, [&](int64_t flat, int64_t offset) { dst[flat] = src[offset]; });
+        }
+        host = packed_.data();
+        int64_t stride = 1;
+        for (int d = rank - 1; d >= 0; d--) {
+            strides[d] = stride;
+            stride *= std::max<int64_t>(t.shape[d], 1);
+        }
+    }
+    dims_.resize(std::max(rank, 1));
+    for (int k = 0; k < rank; k++) {
+        const int d = rank - 1 - k;
+        dims_[k] = halide_dimension_t(0, int32_t(t.shape[d]), int32_t(strides[d]));
+    }
+    buffer_.host = host;
+    // Inputs are valid on the host: device kernels must copy them over.
+    if (!is_output_) buffer_.set_host_dirty(true);
+    buffer_.dimensions = rank;
+    buffer_.dim = dims_.data();
+    buffer_.type = t.dtype == ATTNGEN_FLOAT32 ? halide_type_t(halide_type_float, 32) : halide_type_t(halide_type_int, 32);
+    (void)name;
+}
+
+void HalideView::finish() {
+    if (buffer_.device) {
+        if (is_output_) {
+            int result = halide_copy_to_host(nullptr, &buffer_);
+            if (result != 0) fail(ATTNGEN_ERROR_KERNEL_FAILED, "copying the output back from the device failed");
+        }
+        halide_device_free(nullptr, &buffer_);
+    }
+    if (is_output_ && !packed_.empty()) {
+        const auto *src = reinterpret_cast<const uint32_t *>(packed_.data());
+        auto *dst = static_cast<uint32_t *>(tensor_.data);
+        for_each_offset(tensor_, strides_of(tensor_), [&](int64_t flat, int64_t offset) { dst[offset] = src[flat]; });
+    }
+}
+
+HalideView::~HalideView() {
+    if (buffer_.device) halide_device_free(nullptr, &buffer_);
+}
+
+}  // namespace attngen::detail

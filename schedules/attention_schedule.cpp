@@ -1,0 +1,47 @@
+#include "attention_schedule.h"
+
+namespace attngen {
+
+namespace {
+
+// Halide 14 passes host-computed scalar bools (and other 8-bit values) to OpenCL kernels as uchar arguments that
+// arrive as 0 (seen on PoCL: a kernel guarded by `mask_kind == 0` saw false). Widen every scalar
+// bool let to int32 before the kernels take their arguments; uses compare it against 0.
+class WidenBoolLets : public Halide::Internal::IRMutator {
+    using IRMutator::visit;
+
+    Halide::Internal::Stmt visit(const Halide::Internal::LetStmt *op) override {
+        using namespace Halide::Internal;
+        if (!op->value.type().is_bool() || !op->value.type().is_scalar()) return IRMutator::visit(op);
+        const std::string wide_name = op->name + "_i32";
+        Halide::Expr wide = Variable::make(Halide::Int(32), wide_name);
+        Stmt body = substitute(op->name, NE::make(wide, make_zero(Halide::Int(32))), op->body);
+        return LetStmt::make(wide_name, Cast::make(Halide::Int(32), mutate(op->value)), mutate(body));
+    }
+};
+
+}  // namespace
+
+void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
+                        const CpuScheduleParams &cpu, const GpuScheduleParams &gpu) {
+    const bool on_gpu = target.has_gpu_feature();
+    OutputLoops loops = on_gpu ? schedule_output_gpu(pipeline.output, gpu, shape)
+                               : schedule_output_cpu(pipeline.output, cpu, shape);
+    for (size_t n = 0; n < pipeline.variants.size(); n++) {
+        const bool fixed = pipeline.head_dims[n] > 0;
+        if (on_gpu) {
+            schedule_variant_gpu(pipeline.variants[n], pipeline.output, loops, gpu, shape, fixed);
+        } else {
+            schedule_variant_cpu(pipeline.variants[n], pipeline.output, loops, cpu, shape, fixed);
+        }
+    }
+    for (int fixed : pipeline.head_dims) {
+        if (fixed > 0) pipeline.output.specialize(pipeline.head_dim == fixed);
+    }
+}
+
+void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target) {
+    if (target.has_gpu_feature()) pipeline.add_custom_lowering_pass(new WidenBoolLets);
+}
+
+}  // namespace attngen

@@ -1,0 +1,64 @@
+// Schedules for the fused attention algorithm (generators/attention_algorithm.h). No math here:
+// only where and how each stage of the algorithm is computed.
+#pragma once
+
+#include "../generators/attention_pipeline.h"
+
+#include <Halide.h>
+
+#include <string>
+#include <vector>
+
+namespace attngen {
+
+enum class ShapeClass { Prefill, Decode };
+
+ShapeClass parse_shape_class(const std::string &name);
+const char *shape_class_name(ShapeClass shape);
+
+// Tunable parameters of the CPU schedule (schedules/tuned/*.json holds tuned values).
+struct CpuScheduleParams {
+    Blocking blocking{32, 256};
+    int vector_width = 16;   // f32 lanes per vector
+    int qk_block_keys = 8;   // keys per QK register block (unrolled)
+    int pv_block_rows = 4;   // rows per P.V register block (unrolled)
+    bool split_keys = false; // decode: parallel over key chunks as well as heads
+};
+
+// Tunable parameters of the GPU schedule.
+struct GpuScheduleParams {
+    Blocking blocking{16, 64};
+    int threads_d = 16;  // threads over channels in the P.V stage
+};
+
+CpuScheduleParams default_cpu_params(ShapeClass shape);
+GpuScheduleParams default_gpu_params(ShapeClass shape);
+
+// The loops of the output Func at which variant stages are computed.
+struct OutputLoops {
+    Halide::Var task{"task"};   // one parallel task: (query tile, head, batch)
+    Halide::Var tile{"tile"};   // query tile (GPU block)
+    Halide::Var heads{"hb"};    // fused head x batch (GPU block)
+};
+
+// CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel.
+OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape);
+// `fixed_head_dim`: the variant's head_dim is a compile-time constant (D fast path: register blocks unrolled).
+void schedule_variant_cpu(AttentionStages &s, Halide::Func output, const OutputLoops &loops,
+                          const CpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);
+
+// GPU (CUDA, OpenCL): blocks over (query tile, head x batch), threads over the tile.
+OutputLoops schedule_output_gpu(Halide::Func output, const GpuScheduleParams &params, ShapeClass shape);
+void schedule_variant_gpu(AttentionStages &s, Halide::Func output, const OutputLoops &loops,
+                          const GpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);
+
+// Schedules a whole pipeline for `target`: CPU or GPU loops for every variant, then one
+// specialization per fixed head_dim so each branch runs exactly one variant.
+void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
+                        const CpuScheduleParams &cpu, const GpuScheduleParams &gpu);
+
+// Target fixes applied during lowering (Halide 14 GPU kernel-argument workaround); call from a
+// generator's schedule() with its pipeline.
+void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target);
+
+}  // namespace attngen

@@ -1,0 +1,29 @@
+// Schedules of the standalone positional kernels (generators/positional_generators.cpp).
+#pragma once
+
+#include <Halide.h>
+
+#include <vector>
+
+namespace attngen {
+
+// Dense, zero-based input and an output of the same extents.
+template <typename In, typename Out>
+void constrain_like_input(In &input, Out &output) {
+    input.dim(0).set_min(0).set_stride(1);
+    output.dim(0).set_min(0).set_stride(1).set_extent(input.dim(0).extent());
+    for (int dim = 1; dim < input.dimensions(); dim++) {
+        input.dim(dim).set_min(0);
+        output.dim(dim).set_min(0).set_extent(input.dim(dim).extent());
+    }
+}
+
+// out(d, n, h, b) from per-(frequency, n, b) cos/sin tables: tables once per call, rotation
+// vectorized over d, parallel over rows.
+void schedule_rotation(Halide::Func out, const std::vector<Halide::Func> &tables, const Halide::Target &target);
+// out(c, p): vectorized over c, parallel over p.
+void schedule_table(Halide::Func out, const Halide::Target &target);
+// out(c, n, b): vectorized over c, parallel over rows.
+void schedule_embedding(Halide::Func out, const Halide::Target &target);
+
+}  // namespace attngen

@@ -1,0 +1,519 @@
+// Plain scaled dot-product attention (SDPA) against the double-precision reference: shapes, masks,
+// padding, head dims, strided views, numerics, empty extents and the run info.
+#include "test_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace attngen;
+using namespace attngen::test;
+
+namespace {
+
+AttnCase sdpa(int B, int H, int Hkv, int Lq, int Lk, int D, uint64_t seed, attngen_mask mask = ATTNGEN_MASK_NONE) {
+    AttnCase c = make_case(B, H, Hkv, Lq, Lk, D, seed);
+    c.mask = mask;
+    return c;
+}
+
+// Row (b, h, i) of a [B,H,Lq,D] output.
+std::vector<float> row_of(const AttnCase &c, const std::vector<float> &out, int b, int h, int i) {
+    const std::size_t off = ((std::size_t(b) * c.heads + h) * c.q_len + i) * c.head_dim;
+    return {out.begin() + std::ptrdiff_t(off), out.begin() + std::ptrdiff_t(off + c.head_dim)};
+}
+
+bool all_exactly_zero(const std::vector<float> &values) {
+    for (float x : values) {
+        if (!(x == 0.f)) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+// ---- shapes ------------------------------------------------------------------------------------
+
+TEST_CASE("sdpa: square non-causal prefill matches the reference", "[attention][sdpa]") {
+    CHECK_MATCHES_REFERENCE(sdpa(2, 4, 4, 7, 7, 16, 1));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 2, 2, 20, 20, 32, 2));
+}
+
+TEST_CASE("sdpa: causal prefill with odd lengths", "[attention][sdpa][causal]") {
+    CHECK_MATCHES_REFERENCE(sdpa(1, 3, 3, 33, 33, 32, 3, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(2, 1, 1, 5, 5, 8, 4, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 2, 2, 97, 97, 24, 5, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 1, 1, 2, 2, 16, 6, ATTNGEN_MASK_CAUSAL));
+}
+
+TEST_CASE("sdpa: decode (Lq = 1) runs the decode kernel and matches the reference", "[attention][sdpa][decode]") {
+    for (int Lk : {1, 2, 17, 33, 300}) {
+        for (attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
+            AttnCase c = sdpa(2, 4, 4, 1, Lk, 32, 10 + Lk, mask);
+            CHECK_MATCHES_REFERENCE(c);
+            std::vector<float> out;
+            RunInfo info{};
+            REQUIRE(run_attngen(c, out, &info).ok());
+            INFO("kernel " << info.kernel);
+            CHECK(std::string(info.kernel) == "attngen_sdpa_decode_cpu");
+        }
+    }
+}
+
+TEST_CASE("sdpa: chunked prefill (Lq < Lk) is bottom-right aligned", "[attention][sdpa][causal]") {
+    CHECK_MATCHES_REFERENCE(sdpa(1, 4, 2, 5, 12, 8, 20, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(2, 2, 2, 9, 37, 16, 21, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 2, 2, 3, 20, 16, 22, ATTNGEN_MASK_NONE));  // cross attention
+    CHECK_MATCHES_REFERENCE(sdpa(1, 1, 1, 31, 64, 64, 23, ATTNGEN_MASK_CAUSAL));
+}
+
+TEST_CASE("sdpa: chunk rows equal the corresponding rows of the full causal run", "[attention][sdpa][causal]") {
+    AttnCase full = sdpa(1, 2, 2, 40, 40, 16, 24, ATTNGEN_MASK_CAUSAL);
+    AttnCase chunk = full;
+    chunk.q_len = 7;
+    chunk.q.clear();
+    for (int h = 0; h < 2; h++) {
+        for (int i = 40 - 7; i < 40; i++) {
+            for (int d = 0; d < 16; d++) chunk.q.push_back(full.q[(std::size_t(h) * 40 + i) * 16 + d]);
+        }
+    }
+    std::vector<float> out_full, out_chunk;
+    REQUIRE(run_attngen(full, out_full).ok());
+    REQUIRE(run_attngen(chunk, out_chunk).ok());
+    for (int h = 0; h < 2; h++) {
+        for (int i = 0; i < 7; i++) CHECK_CLOSE(row_of(chunk, out_chunk, 0, h, i), row_of(full, out_full, 0, h, 33 + i), 1e-5, 1e-5);
+    }
+}
+
+TEST_CASE("sdpa: Lq > Lk without a mask", "[attention][sdpa]") {
+    CHECK_MATCHES_REFERENCE(sdpa(1, 2, 2, 13, 5, 16, 30));
+    CHECK_MATCHES_REFERENCE(sdpa(2, 1, 1, 9, 1, 8, 31));
+}
+
+TEST_CASE("sdpa: Lq > Lk causal: rows before position 0 are exactly zero", "[attention][sdpa][causal]") {
+    AttnCase c = sdpa(2, 2, 1, 11, 4, 16, 32, ATTNGEN_MASK_CAUSAL);
+    CHECK_MATCHES_REFERENCE(c);
+    std::vector<float> out;
+    REQUIRE(run_attngen(c, out).ok());
+    for (int b = 0; b < c.batch; b++) {
+        for (int h = 0; h < c.heads; h++) {
+            for (int i = 0; i < c.q_len; i++) {
+                const int p = c.k_len - c.q_len + i;
+                INFO("b=" << b << " h=" << h << " i=" << i << " p_i=" << p);
+                if (p < 0) {
+                    CHECK(all_exactly_zero(row_of(c, out, b, h, i)));
+                } else {
+                    CHECK_FALSE(all_exactly_zero(row_of(c, out, b, h, i)));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("sdpa: grouped-query attention (GQA)", "[attention][sdpa][gqa]") {
+    CHECK_MATCHES_REFERENCE(sdpa(2, 8, 2, 9, 9, 32, 40, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 6, 3, 17, 17, 16, 41));
+    CHECK_MATCHES_REFERENCE(sdpa(2, 8, 4, 1, 23, 64, 42, ATTNGEN_MASK_CAUSAL));
+}
+
+TEST_CASE("sdpa: GQA shares a kv head between consecutive query heads", "[attention][sdpa][gqa]") {
+    // Query heads 0,1 read kv head 0 and heads 2,3 kv head 1: identical query rows give identical outputs
+    // within a group and different outputs across groups.
+    AttnCase c = sdpa(1, 4, 2, 3, 10, 16, 43);
+    for (int h = 1; h < 4; h++) std::copy(c.q.begin(), c.q.begin() + 3 * 16, c.q.begin() + h * 3 * 16);
+    std::vector<float> out;
+    REQUIRE(run_attngen(c, out).ok());
+    CHECK_MATCHES_REFERENCE(c);
+    CHECK_CLOSE(row_of(c, out, 0, 1, 2), row_of(c, out, 0, 0, 2), 0, 0);
+    CHECK_CLOSE(row_of(c, out, 0, 3, 2), row_of(c, out, 0, 2, 2), 0, 0);
+    CHECK_FALSE(compare(row_of(c, out, 0, 2, 2), row_of(c, out, 0, 0, 2), 1e-3, 0).ok);
+}
+
+TEST_CASE("sdpa: multi-query attention (MQA)", "[attention][sdpa][gqa]") {
+    CHECK_MATCHES_REFERENCE(sdpa(2, 4, 1, 1, 33, 64, 44, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 6, 1, 12, 12, 16, 45, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 5, 1, 7, 19, 8, 46));
+}
+
+// ---- masks and padding --------------------------------------------------------------------------
+
+TEST_CASE("sdpa: sliding-window mask", "[attention][sdpa][mask]") {
+    for (int window : {1, 3, 8}) {
+        AttnCase c = sdpa(1, 2, 2, 21, 21, 16, 50 + window, ATTNGEN_MASK_SLIDING_WINDOW);
+        c.window = window;
+        CHECK_MATCHES_REFERENCE(c);
+    }
+    AttnCase chunk = sdpa(2, 4, 2, 6, 30, 32, 55, ATTNGEN_MASK_SLIDING_WINDOW);
+    chunk.window = 5;
+    CHECK_MATCHES_REFERENCE(chunk);
+    AttnCase decode = sdpa(1, 2, 1, 1, 40, 16, 56, ATTNGEN_MASK_SLIDING_WINDOW);
+    decode.window = 7;
+    CHECK_MATCHES_REFERENCE(decode);
+}
+
+TEST_CASE("sdpa: window 1 attends only to the own position", "[attention][sdpa][mask]") {
+    // With Lq == Lk each row sees exactly key i: out row i equals v row i.
+    AttnCase c = sdpa(1, 1, 1, 9, 9, 8, 57, ATTNGEN_MASK_SLIDING_WINDOW);
+    c.window = 1;
+    std::vector<float> out;
+    REQUIRE(run_attngen(c, out).ok());
+    CHECK_CLOSE(out, c.v, 1e-6, 1e-6);
+}
+
+TEST_CASE("sdpa: a window covering every key equals the causal mask", "[attention][sdpa][mask]") {
+    AttnCase window = sdpa(1, 2, 2, 15, 15, 16, 58, ATTNGEN_MASK_SLIDING_WINDOW);
+    window.window = 15;
+    AttnCase causal = window;
+    causal.mask = ATTNGEN_MASK_CAUSAL;
+    std::vector<float> a, b;
+    REQUIRE(run_attngen(window, a).ok());
+    REQUIRE(run_attngen(causal, b).ok());
+    CHECK_CLOSE(a, b, 1e-6, 1e-6);
+}
+
+TEST_CASE("sdpa: kv_lengths padding, including an empty batch", "[attention][sdpa][padding]") {
+    for (attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
+        AttnCase c = sdpa(3, 2, 2, 9, 9, 16, 60, mask);
+        c.kv_lengths = {9, 5, 0};
+        CHECK_MATCHES_REFERENCE(c);
+        std::vector<float> out;
+        REQUIRE(run_attngen(c, out).ok());
+        // Batch 2 has no valid key: all zeros.
+        const std::size_t per_batch = std::size_t(c.heads) * c.q_len * c.head_dim;
+        CHECK(all_exactly_zero({out.begin() + std::ptrdiff_t(2 * per_batch), out.end()}));
+    }
+}
+
+TEST_CASE("sdpa: kv_lengths do not shift positions", "[attention][sdpa][padding]") {
+    // Padding masks keys j >= kv_len only: with causal and Lq == Lk, rows i >= kv_len still sit at
+    // position i and see keys 0..kv_len-1.
+    AttnCase c = sdpa(2, 2, 2, 12, 12, 8, 61, ATTNGEN_MASK_CAUSAL);
+    c.kv_lengths = {7, 12};
+    CHECK_MATCHES_REFERENCE(c);
+    AttnCase chunk = sdpa(2, 4, 2, 4, 25, 16, 62, ATTNGEN_MASK_CAUSAL);
+    chunk.kv_lengths = {3, 20};
+    CHECK_MATCHES_REFERENCE(chunk);  // batch 0: kv_len below every query position
+}
+
+TEST_CASE("sdpa: kv_lengths in decode, GQA and sliding window", "[attention][sdpa][padding]") {
+    AttnCase decode = sdpa(4, 4, 2, 1, 30, 64, 63, ATTNGEN_MASK_CAUSAL);
+    decode.kv_lengths = {30, 1, 0, 17};
+    CHECK_MATCHES_REFERENCE(decode);
+    AttnCase window = sdpa(2, 2, 1, 10, 16, 16, 64, ATTNGEN_MASK_SLIDING_WINDOW);
+    window.window = 4;
+    window.kv_lengths = {13, 8};
+    CHECK_MATCHES_REFERENCE(window);
+}
+
+TEST_CASE("sdpa: strided kv_lengths tensor", "[attention][sdpa][padding]") {
+    AttnCase c = sdpa(3, 1, 1, 5, 8, 8, 65);
+    c.kv_lengths = {8, 3, 6};
+    std::vector<int32_t> spaced = {8, -1, 3, -1, 6};  // every other element
+    attngen_attention_desc desc = make_desc(c);
+    desc.kv_lengths = attngen::tensor(spaced.data(), {3});
+    desc.kv_lengths.strides[0] = 2;
+    std::vector<float> out(c.q_size(), std::numeric_limits<float>::quiet_NaN());
+    const Status status = attngen::attention(q_tensor(c), k_tensor(c), v_tensor(c), out_tensor(c, out), desc);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
+}
+
+TEST_CASE("sdpa: random shapes, masks and padding (seeded sweep)", "[attention][sdpa][sweep]") {
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        const AttnCase c = random_case(1000 + seed, {1, 3, 7, 16, 48, 64, 65, 100, 128});
+        CHECK_MATCHES_REFERENCE(c);
+    }
+}
+
+// ---- head dims and scale -----------------------------------------------------------------------
+
+TEST_CASE("sdpa: generic head dims, prefill", "[attention][sdpa][head_dim]") {
+    const int D = GENERATE(1, 3, 7, 16, 48, 65, 100, 200, 256);
+    CHECK_MATCHES_REFERENCE(sdpa(1, 2, 1, 11, 13, D, 70 + D, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 1, 1, 6, 6, D, 71 + D, ATTNGEN_MASK_NONE));
+}
+
+TEST_CASE("sdpa: generic head dims, decode", "[attention][sdpa][head_dim][decode]") {
+    const int D = GENERATE(1, 3, 7, 16, 48, 65, 100, 200, 256);
+    CHECK_MATCHES_REFERENCE(sdpa(2, 2, 2, 1, 19, D, 72 + D, ATTNGEN_MASK_CAUSAL));
+}
+
+TEST_CASE("sdpa: fast-path head dims 64 and 128", "[attention][sdpa][head_dim]") {
+    const int D = GENERATE(64, 128);
+    CHECK_MATCHES_REFERENCE(sdpa(2, 4, 2, 37, 37, D, 73 + D, ATTNGEN_MASK_CAUSAL));
+    CHECK_MATCHES_REFERENCE(sdpa(1, 2, 2, 9, 70, D, 74 + D, ATTNGEN_MASK_NONE));
+    CHECK_MATCHES_REFERENCE(sdpa(2, 2, 1, 1, 130, D, 75 + D, ATTNGEN_MASK_CAUSAL));
+}
+
+TEST_CASE("sdpa: explicit scale", "[attention][sdpa][scale]") {
+    for (float scale : {0.37f, 2.0f, 1e-3f}) {
+        AttnCase c = sdpa(1, 2, 2, 8, 8, 16, 80, ATTNGEN_MASK_CAUSAL);
+        c.scale = scale;
+        CHECK_MATCHES_REFERENCE(c);
+        AttnCase d = sdpa(1, 2, 2, 1, 8, 16, 81);
+        d.scale = scale;
+        CHECK_MATCHES_REFERENCE(d);
+    }
+}
+
+TEST_CASE("sdpa: scale 0 is 1/sqrt(head_dim)", "[attention][sdpa][scale]") {
+    AttnCase by_default = sdpa(1, 2, 2, 6, 9, 25, 82);
+    AttnCase explicit_scale = by_default;
+    explicit_scale.scale = 1.f / 5.f;
+    std::vector<float> a, b;
+    REQUIRE(run_attngen(by_default, a).ok());
+    REQUIRE(run_attngen(explicit_scale, b).ok());
+    CHECK_CLOSE(a, b, 1e-6, 1e-6);
+}
+
+// ---- strided views ------------------------------------------------------------------------------
+
+TEST_CASE("sdpa: non-contiguous q, k, v and out with padded rows", "[attention][sdpa][strided]") {
+    AttnCase c = sdpa(2, 4, 2, 7, 11, 16, 90, ATTNGEN_MASK_CAUSAL);
+    const int64_t qs[4] = {2, 4, 7, 16}, ks[4] = {2, 2, 11, 16};
+    // Every dimension padded: rows of 16 + 5, extra gaps between heads and batches.
+    const int64_t q_str[4] = {4 * 7 * 21 + 13, 7 * 21 + 3, 21, 1};
+    const int64_t k_str[4] = {2 * (11 * 19 + 2) + 1, 11 * 19 + 2, 19, 1};
+    const int64_t v_str[4] = {2 * 11 * 24, 11 * 24, 24, 1};
+    const int64_t o_str[4] = {4 * 7 * 20 + 9, 7 * 20, 20, 1};
+    const float sentinel = 777.f;
+    std::vector<float> qbuf(std::size_t(2 * q_str[0]), sentinel), kbuf(std::size_t(2 * k_str[0]), sentinel),
+        vbuf(std::size_t(2 * v_str[0]), sentinel), obuf(std::size_t(2 * o_str[0]), sentinel);
+    scatter4(c.q, qs, q_str, qbuf);
+    scatter4(c.k, ks, k_str, kbuf);
+    scatter4(c.v, ks, v_str, vbuf);
+    const Tensor q = strided(qbuf.data(), {2, 4, 7, 16}, {q_str[0], q_str[1], q_str[2], q_str[3]});
+    const Tensor k = strided(kbuf.data(), {2, 2, 11, 16}, {k_str[0], k_str[1], k_str[2], k_str[3]});
+    const Tensor v = strided(vbuf.data(), {2, 2, 11, 16}, {v_str[0], v_str[1], v_str[2], v_str[3]});
+    const Tensor out = strided(obuf.data(), {2, 4, 7, 16}, {o_str[0], o_str[1], o_str[2], o_str[3]});
+    const Status status = run_views(c, q, k, v, out);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK_CLOSE(gather4(obuf, qs, o_str), reference_output(c), kAtol, kRtol);
+    // The padding between rows is not written.
+    std::vector<float> marker(obuf.size(), 0.f);
+    scatter4(std::vector<float>(c.q_size(), 1.f), qs, o_str, marker);
+    std::size_t touched_padding = 0;
+    for (std::size_t n = 0; n < obuf.size(); n++) touched_padding += (marker[n] == 0.f && obuf[n] != sentinel);
+    CHECK(touched_padding == 0);
+}
+
+TEST_CASE("sdpa: non-unit innermost stride", "[attention][sdpa][strided]") {
+    AttnCase c = sdpa(1, 2, 2, 5, 9, 16, 91);
+    const int64_t qs[4] = {1, 2, 5, 16}, ks[4] = {1, 2, 9, 16};
+    const int64_t q_str[4] = {2 * 5 * 16 * 2, 5 * 16 * 2, 16 * 2, 2};   // every other float
+    const int64_t k_str[4] = {2 * 9 * 16 * 3, 9 * 16 * 3, 16 * 3, 3};   // every third float
+    const int64_t v_str[4] = {2 * 9 * 16, 9 * 16, 16, 1};
+    const int64_t o_str[4] = {2 * 5 * 16 * 3, 5 * 16 * 3, 16 * 3, 3};
+    const float sentinel = -555.f;
+    std::vector<float> qbuf(std::size_t(q_str[0]), sentinel), kbuf(std::size_t(k_str[0]), sentinel),
+        vbuf(std::size_t(v_str[0]), sentinel), obuf(std::size_t(o_str[0]), sentinel);
+    scatter4(c.q, qs, q_str, qbuf);
+    scatter4(c.k, ks, k_str, kbuf);
+    scatter4(c.v, ks, v_str, vbuf);
+    const Tensor q = strided(qbuf.data(), {1, 2, 5, 16}, {q_str[0], q_str[1], q_str[2], q_str[3]});
+    const Tensor k = strided(kbuf.data(), {1, 2, 9, 16}, {k_str[0], k_str[1], k_str[2], k_str[3]});
+    const Tensor v = strided(vbuf.data(), {1, 2, 9, 16}, {v_str[0], v_str[1], v_str[2], v_str[3]});
+    const Tensor out = strided(obuf.data(), {1, 2, 5, 16}, {o_str[0], o_str[1], o_str[2], o_str[3]});
+    const Status status = run_views(c, q, k, v, out);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK_CLOSE(gather4(obuf, qs, o_str), reference_output(c), kAtol, kRtol);
+    std::size_t gaps_written = 0;
+    for (std::size_t n = 0; n < obuf.size(); n++) gaps_written += (n % 3 != 0 && obuf[n] != sentinel);
+    CHECK(gaps_written == 0);
+    // Inputs are read, never written (packed copies are private).
+    CHECK(gather4(qbuf, qs, q_str) == c.q);
+    CHECK(gather4(kbuf, ks, k_str) == c.k);
+}
+
+TEST_CASE("sdpa: transposed-heads views ([B, L, H, D] storage)", "[attention][sdpa][strided]") {
+    // A projection's natural layout is [B, L, H, D]: view it as [B, H, L, D] with strides.
+    const int B = 2, H = 4, Hkv = 2, Lq = 6, Lk = 10, D = 32;
+    AttnCase c = sdpa(B, H, Hkv, Lq, Lk, D, 92, ATTNGEN_MASK_CAUSAL);
+    const int64_t qs[4] = {B, H, Lq, D}, ks[4] = {B, Hkv, Lk, D};
+    const int64_t q_str[4] = {int64_t(Lq) * H * D, D, int64_t(H) * D, 1};
+    const int64_t k_str[4] = {int64_t(Lk) * Hkv * D, D, int64_t(Hkv) * D, 1};
+    std::vector<float> qbuf(c.q_size()), kbuf(c.kv_size()), vbuf(c.kv_size()), obuf(c.q_size(), 0.f);
+    scatter4(c.q, qs, q_str, qbuf);
+    scatter4(c.k, ks, k_str, kbuf);
+    scatter4(c.v, ks, k_str, vbuf);
+    const Tensor q = strided(qbuf.data(), {B, H, Lq, D}, {q_str[0], q_str[1], q_str[2], q_str[3]});
+    const Tensor k = strided(kbuf.data(), {B, Hkv, Lk, D}, {k_str[0], k_str[1], k_str[2], k_str[3]});
+    const Tensor v = strided(vbuf.data(), {B, Hkv, Lk, D}, {k_str[0], k_str[1], k_str[2], k_str[3]});
+    const Tensor out = strided(obuf.data(), {B, H, Lq, D}, {q_str[0], q_str[1], q_str[2], q_str[3]});
+    const Status status = run_views(c, q, k, v, out);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK_CLOSE(gather4(obuf, qs, q_str), reference_output(c), kAtol, kRtol);
+}
+
+TEST_CASE("sdpa: size-1 dimensions accept any stride", "[attention][sdpa][strided]") {
+    // B = 1 and H = 1: the strides of those dimensions are never used, even 0.
+    AttnCase c = sdpa(1, 1, 1, 4, 6, 8, 93);
+    std::vector<float> out(c.q_size(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> q = c.q, k = c.k, v = c.v;
+    const Tensor tq = strided(q.data(), {1, 1, 4, 8}, {0, 0, 8, 1});
+    const Tensor tk = strided(k.data(), {1, 1, 6, 8}, {0, 12345, 8, 1});
+    const Tensor tv = strided(v.data(), {1, 1, 6, 8}, {1, 1, 8, 1});
+    const Tensor to = strided(out.data(), {1, 1, 4, 8}, {0, 0, 8, 1});
+    const Status status = run_views(c, tq, tk, tv, to);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
+}
+
+// ---- numerics -----------------------------------------------------------------------------------
+
+TEST_CASE("sdpa: logits of magnitude 1e4 give finite, correct outputs", "[attention][sdpa][numerics]") {
+    for (int Lq : {1, 9}) {
+        AttnCase c = sdpa(1, 2, 2, Lq, 33, 16, 100 + Lq, Lq == 1 ? ATTNGEN_MASK_NONE : ATTNGEN_MASK_CAUSAL);
+        for (float &x : c.q) x *= 1e4f;  // scaled logits up to ~ +-1e4
+        double max_logit = 0;
+        const ref::Problem p = ref_problem(c);
+        for (int i = 0; i < Lq; i++) {
+            for (int j = 0; j < 33; j++) {
+                double s = 0;
+                for (int d = 0; d < 16; d++) s += p.q[std::size_t(i) * 16 + d] * p.k[std::size_t(j) * 16 + d];
+                max_logit = std::max(max_logit, std::fabs(s) / 4);
+            }
+        }
+        INFO("max |logit| " << max_logit);
+        CHECK(max_logit > 5e3);
+        CHECK_MATCHES_REFERENCE(c);
+    }
+}
+
+TEST_CASE("sdpa: negative large logits (all scores around -1e4) do not underflow to NaN", "[attention][sdpa][numerics]") {
+    AttnCase c = sdpa(1, 1, 1, 4, 8, 4, 102);
+    // q . k = -1e4 * 4 + small: every score is hugely negative; softmax must still normalise.
+    for (float &x : c.q) x = 1e4f;
+    for (std::size_t n = 0; n < c.k.size(); n++) c.k[n] = -2.f + 0.01f * float(n % 7);
+    CHECK_MATCHES_REFERENCE(c);
+}
+
+TEST_CASE("sdpa: every row fully masked gives zeros, not NaN", "[attention][sdpa][numerics]") {
+    for (int Lq : {1, 6}) {
+        AttnCase c = sdpa(2, 2, 2, Lq, 6, 16, 103, ATTNGEN_MASK_CAUSAL);
+        c.kv_lengths = {0, 0};
+        std::vector<float> out;
+        const Status status = run_attngen(c, out);
+        INFO(status.message);
+        REQUIRE(status.ok());
+        CHECK(all_exactly_zero(out));
+        CHECK_CLOSE(out, reference_output(c), 0, 0);
+    }
+    // Causal with Lq > Lk and padding below every position: no row has an allowed key.
+    AttnCase c = sdpa(1, 2, 2, 8, 3, 8, 104, ATTNGEN_MASK_CAUSAL);
+    c.kv_lengths = {0};
+    std::vector<float> out;
+    REQUIRE(run_attngen(c, out).ok());
+    CHECK(all_exactly_zero(out));
+}
+
+TEST_CASE("sdpa: long causal sequence (4096 x 4096, D = 64) on sampled rows", "[attention][sdpa][numerics][long]") {
+    const int L = 4096, D = 64;
+    AttnCase c = sdpa(1, 1, 1, L, L, D, 105, ATTNGEN_MASK_CAUSAL);
+    std::vector<float> out;
+    const Status status = run_attngen(c, out);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    // Row i of a causal run is a decode step over keys 0..i: evaluate only those rows in the reference.
+    for (int i : {0, 1, 2, 63, 64, 65, 127, 1000, 2047, 2048, 3001, 4094, 4095}) {
+        AttnCase row = sdpa(1, 1, 1, 1, i + 1, D, 0);
+        row.q.assign(c.q.begin() + std::ptrdiff_t(i) * D, c.q.begin() + std::ptrdiff_t(i + 1) * D);
+        row.k.assign(c.k.begin(), c.k.begin() + std::ptrdiff_t(i + 1) * D);
+        row.v.assign(c.v.begin(), c.v.begin() + std::ptrdiff_t(i + 1) * D);
+        INFO("row " << i);
+        CHECK_CLOSE(row_of(c, out, 0, 0, i), reference_output(row), kAtol, kRtol);
+    }
+    bool finite = true;
+    for (float x : out) finite = finite && std::isfinite(x);
+    CHECK(finite);
+}
+
+// ---- empty extents ------------------------------------------------------------------------------
+
+TEST_CASE("sdpa: Lk = 0 gives zeros", "[attention][sdpa][empty]") {
+    for (int Lq : {1, 5}) {
+        AttnCase c = sdpa(2, 2, 1, Lq, 0, 16, 110);
+        std::vector<float> kv(1, 0.f);  // a valid pointer for empty k and v
+        std::vector<float> out(c.q_size(), std::numeric_limits<float>::quiet_NaN());
+        RunInfo info{};
+        const Status status = attngen::attention(q_tensor(c), tensor(kv.data(), {2, 1, 0, 16}), tensor(kv.data(), {2, 1, 0, 16}),
+                                                 out_tensor(c, out), make_desc(c), &info);
+        INFO(status.message);
+        REQUIRE(status.ok());
+        CHECK(all_exactly_zero(out));
+    }
+}
+
+TEST_CASE("sdpa: Lq = 0 is a no-op", "[attention][sdpa][empty]") {
+    AttnCase c = sdpa(1, 2, 2, 0, 7, 16, 111);
+    std::vector<float> q(1, 1.f), out(4, 123.f);
+    const Status status =
+        attngen::attention(tensor(q.data(), {1, 2, 0, 16}), k_tensor(c), v_tensor(c), tensor(out.data(), {1, 2, 0, 16}), make_desc(c));
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK(out == std::vector<float>(4, 123.f));
+}
+
+TEST_CASE("sdpa: batch = 0 and heads = 0 are no-ops", "[attention][sdpa][empty]") {
+    std::vector<float> buf(4, 5.f);
+    const attngen_attention_desc desc = attention_desc();
+    CHECK(attngen::attention(tensor(buf.data(), {0, 2, 3, 8}), tensor(buf.data(), {0, 2, 3, 8}), tensor(buf.data(), {0, 2, 3, 8}),
+                             tensor(buf.data(), {0, 2, 3, 8}), desc)
+              .ok());
+    CHECK(buf == std::vector<float>(4, 5.f));
+}
+
+// ---- info and side effects ----------------------------------------------------------------------
+
+TEST_CASE("sdpa: run info names the kernel, device and CPU target", "[attention][sdpa][info]") {
+    AttnCase prefill = sdpa(1, 2, 2, 8, 8, 16, 120);
+    AttnCase decode = sdpa(1, 2, 2, 1, 8, 16, 121);
+    std::vector<float> out;
+    RunInfo info{};
+    REQUIRE(run_attngen(prefill, out, &info).ok());
+    CHECK(std::string(info.kernel) == "attngen_sdpa_prefill_cpu");
+    CHECK(std::string(info.device) == "cpu");
+    CHECK(std::string(info.cpu_target).rfind("x86-64-linux", 0) == 0);
+    REQUIRE(run_attngen(decode, out, &info).ok());
+    CHECK(std::string(info.kernel) == "attngen_sdpa_decode_cpu");
+    CHECK(std::string(info.device) == "cpu");
+    // Null info and null error buffer are allowed.
+    const attngen_attention_desc desc = make_desc(decode);
+    const Tensor q = q_tensor(decode), k = k_tensor(decode), v = v_tensor(decode), o = out_tensor(decode, out);
+    CHECK(attngen_attention(&q, &k, &v, &o, &desc, nullptr, nullptr, 0) == ATTNGEN_OK);
+    CHECK_CLOSE(out, reference_output(decode), kAtol, kRtol);
+}
+
+TEST_CASE("sdpa: inputs are not modified and results are deterministic", "[attention][sdpa]") {
+    AttnCase c = sdpa(2, 4, 2, 13, 21, 32, 122, ATTNGEN_MASK_CAUSAL);
+    const AttnCase copy = c;
+    std::vector<float> a, b;
+    REQUIRE(run_attngen(c, a).ok());
+    REQUIRE(run_attngen(c, b).ok());
+    CHECK(c.q == copy.q);
+    CHECK(c.k == copy.k);
+    CHECK(c.v == copy.v);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("sdpa: batches and heads are independent", "[attention][sdpa]") {
+    // Changing batch 1's inputs leaves batch 0's output bit-identical.
+    AttnCase c = sdpa(2, 2, 2, 6, 9, 16, 123, ATTNGEN_MASK_CAUSAL);
+    std::vector<float> a, b;
+    REQUIRE(run_attngen(c, a).ok());
+    for (std::size_t n = c.q_size() / 2; n < c.q_size(); n++) c.q[n] = -c.q[n];
+    for (std::size_t n = c.kv_size() / 2; n < c.kv_size(); n++) c.v[n] *= 3.f;
+    REQUIRE(run_attngen(c, b).ok());
+    const std::size_t half = c.q_size() / 2;
+    CHECK(std::vector<float>(a.begin(), a.begin() + std::ptrdiff_t(half)) ==
+          std::vector<float>(b.begin(), b.begin() + std::ptrdiff_t(half)));
+    CHECK_MATCHES_REFERENCE(c);
+}
