@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace attngen;
@@ -77,14 +79,16 @@ TEST_CASE("sdpa: chunk rows equal the corresponding rows of the full causal run"
     chunk.q.clear();
     for (int h = 0; h < 2; h++) {
         for (int i = 40 - 7; i < 40; i++) {
-            for (int d = 0; d < 16; d++) chunk.q.push_back(full.q[(std::size_t(h) * 40 + i) * 16 + d]);
+            for (int d = 0; d < 16; d++)
+                chunk.q.push_back(full.q[(std::size_t(h) * 40 + i) * 16 + d]);
         }
     }
     std::vector<float> out_full, out_chunk;
     REQUIRE(run_attngen(full, out_full).ok());
     REQUIRE(run_attngen(chunk, out_chunk).ok());
     for (int h = 0; h < 2; h++) {
-        for (int i = 0; i < 7; i++) CHECK_CLOSE(row_of(chunk, out_chunk, 0, h, i), row_of(full, out_full, 0, h, 33 + i), 1e-5, 1e-5);
+        for (int i = 0; i < 7; i++)
+            CHECK_CLOSE(row_of(chunk, out_chunk, 0, h, i), row_of(full, out_full, 0, h, 33 + i), 1e-5, 1e-5);
     }
 }
 
@@ -123,7 +127,8 @@ TEST_CASE("sdpa: GQA shares a kv head between consecutive query heads", "[attent
     // Query heads 0,1 read kv head 0 and heads 2,3 kv head 1: identical query rows give identical outputs
     // within a group and different outputs across groups.
     AttnCase c = sdpa(1, 4, 2, 3, 10, 16, 43);
-    for (int h = 1; h < 4; h++) std::copy(c.q.begin(), c.q.begin() + 3 * 16, c.q.begin() + h * 3 * 16);
+    for (int h = 1; h < 4; h++)
+        std::copy(c.q.begin(), c.q.begin() + 3 * 16, c.q.begin() + h * 3 * 16);
     std::vector<float> out;
     REQUIRE(run_attngen(c, out).ok());
     CHECK_MATCHES_REFERENCE(c);
@@ -223,7 +228,7 @@ TEST_CASE("sdpa: strided kv_lengths tensor", "[attention][sdpa][padding]") {
 }
 
 TEST_CASE("sdpa: random shapes, masks and padding (seeded sweep)", "[attention][sdpa][sweep]") {
-    for (uint64_t seed = 1; seed <= 400; seed++) {
+    for (uint64_t seed = 1; seed <= 100; seed++) {
         const AttnCase c = random_case(1000 + seed, {1, 3, 7, 16, 48, 64, 65, 100, 128});
         CHECK_MATCHES_REFERENCE(c);
     }
@@ -298,15 +303,16 @@ TEST_CASE("sdpa: non-contiguous q, k, v and out with padded rows", "[attention][
     std::vector<float> marker(obuf.size(), 0.f);
     scatter4(std::vector<float>(c.q_size(), 1.f), qs, o_str, marker);
     std::size_t touched_padding = 0;
-    for (std::size_t n = 0; n < obuf.size(); n++) touched_padding += (marker[n] == 0.f && obuf[n] != sentinel);
+    for (std::size_t n = 0; n < obuf.size(); n++)
+        touched_padding += (marker[n] == 0.f && obuf[n] != sentinel);
     CHECK(touched_padding == 0);
 }
 
 TEST_CASE("sdpa: non-unit innermost stride", "[attention][sdpa][strided]") {
     AttnCase c = sdpa(1, 2, 2, 5, 9, 16, 91);
     const int64_t qs[4] = {1, 2, 5, 16}, ks[4] = {1, 2, 9, 16};
-    const int64_t q_str[4] = {2 * 5 * 16 * 2, 5 * 16 * 2, 16 * 2, 2};   // every other float
-    const int64_t k_str[4] = {2 * 9 * 16 * 3, 9 * 16 * 3, 16 * 3, 3};   // every third float
+    const int64_t q_str[4] = {2 * 5 * 16 * 2, 5 * 16 * 2, 16 * 2, 2};  // every other float
+    const int64_t k_str[4] = {2 * 9 * 16 * 3, 9 * 16 * 3, 16 * 3, 3};  // every third float
     const int64_t v_str[4] = {2 * 9 * 16, 9 * 16, 16, 1};
     const int64_t o_str[4] = {2 * 5 * 16 * 3, 5 * 16 * 3, 16 * 3, 3};
     const float sentinel = -555.f;
@@ -324,7 +330,8 @@ TEST_CASE("sdpa: non-unit innermost stride", "[attention][sdpa][strided]") {
     REQUIRE(status.ok());
     CHECK_CLOSE(gather4(obuf, qs, o_str), reference_output(c), kAtol, kRtol);
     std::size_t gaps_written = 0;
-    for (std::size_t n = 0; n < obuf.size(); n++) gaps_written += (n % 3 != 0 && obuf[n] != sentinel);
+    for (std::size_t n = 0; n < obuf.size(); n++)
+        gaps_written += (n % 3 != 0 && obuf[n] != sentinel);
     CHECK(gaps_written == 0);
     // Inputs are read, never written (packed copies are private).
     CHECK(gather4(qbuf, qs, q_str) == c.q);
@@ -372,13 +379,15 @@ TEST_CASE("sdpa: size-1 dimensions accept any stride", "[attention][sdpa][stride
 TEST_CASE("sdpa: logits of magnitude 1e4 give finite, correct outputs", "[attention][sdpa][numerics]") {
     for (int Lq : {1, 9}) {
         AttnCase c = sdpa(1, 2, 2, Lq, 33, 16, 100 + Lq, Lq == 1 ? ATTNGEN_MASK_NONE : ATTNGEN_MASK_CAUSAL);
-        for (float &x : c.q) x *= 1e4f;  // scaled logits up to ~ +-1e4
+        for (float &x : c.q)
+            x *= 1e4f;  // scaled logits up to ~ +-1e4
         double max_logit = 0;
         const ref::Problem p = ref_problem(c);
         for (int i = 0; i < Lq; i++) {
             for (int j = 0; j < 33; j++) {
                 double s = 0;
-                for (int d = 0; d < 16; d++) s += p.q[std::size_t(i) * 16 + d] * p.k[std::size_t(j) * 16 + d];
+                for (int d = 0; d < 16; d++)
+                    s += p.q[std::size_t(i) * 16 + d] * p.k[std::size_t(j) * 16 + d];
                 max_logit = std::max(max_logit, std::fabs(s) / 4);
             }
         }
@@ -388,11 +397,14 @@ TEST_CASE("sdpa: logits of magnitude 1e4 give finite, correct outputs", "[attent
     }
 }
 
-TEST_CASE("sdpa: negative large logits (all scores around -1e4) do not underflow to NaN", "[attention][sdpa][numerics]") {
+TEST_CASE("sdpa: negative large logits (all scores around -1e4) do not underflow to NaN",
+          "[attention][sdpa][numerics]") {
     AttnCase c = sdpa(1, 1, 1, 4, 8, 4, 102);
     // q . k = -1e4 * 4 + small: every score is hugely negative; softmax must still normalise.
-    for (float &x : c.q) x = 1e4f;
-    for (std::size_t n = 0; n < c.k.size(); n++) c.k[n] = -2.f + 0.01f * float(n % 7);
+    for (float &x : c.q)
+        x = 1e4f;
+    for (std::size_t n = 0; n < c.k.size(); n++)
+        c.k[n] = -2.f + 0.01f * float(n % 7);
     CHECK_MATCHES_REFERENCE(c);
 }
 
@@ -432,7 +444,8 @@ TEST_CASE("sdpa: long causal sequence (4096 x 4096, D = 64) on sampled rows", "[
         CHECK_CLOSE(row_of(c, out, 0, 0, i), reference_output(row), kAtol, kRtol);
     }
     bool finite = true;
-    for (float x : out) finite = finite && std::isfinite(x);
+    for (float x : out)
+        finite = finite && std::isfinite(x);
     CHECK(finite);
 }
 
@@ -444,8 +457,9 @@ TEST_CASE("sdpa: Lk = 0 gives zeros", "[attention][sdpa][empty]") {
         std::vector<float> kv(1, 0.f);  // a valid pointer for empty k and v
         std::vector<float> out(c.q_size(), std::numeric_limits<float>::quiet_NaN());
         RunInfo info{};
-        const Status status = attngen::attention(q_tensor(c), tensor(kv.data(), {2, 1, 0, 16}), tensor(kv.data(), {2, 1, 0, 16}),
-                                                 out_tensor(c, out), make_desc(c), &info);
+        const Status status =
+            attngen::attention(q_tensor(c), tensor(kv.data(), {2, 1, 0, 16}), tensor(kv.data(), {2, 1, 0, 16}),
+                               out_tensor(c, out), make_desc(c), &info);
         INFO(status.message);
         REQUIRE(status.ok());
         CHECK(all_exactly_zero(out));
@@ -455,8 +469,8 @@ TEST_CASE("sdpa: Lk = 0 gives zeros", "[attention][sdpa][empty]") {
 TEST_CASE("sdpa: Lq = 0 is a no-op", "[attention][sdpa][empty]") {
     AttnCase c = sdpa(1, 2, 2, 0, 7, 16, 111);
     std::vector<float> q(1, 1.f), out(4, 123.f);
-    const Status status =
-        attngen::attention(tensor(q.data(), {1, 2, 0, 16}), k_tensor(c), v_tensor(c), tensor(out.data(), {1, 2, 0, 16}), make_desc(c));
+    const Status status = attngen::attention(tensor(q.data(), {1, 2, 0, 16}), k_tensor(c), v_tensor(c),
+                                             tensor(out.data(), {1, 2, 0, 16}), make_desc(c));
     INFO(status.message);
     REQUIRE(status.ok());
     CHECK(out == std::vector<float>(4, 123.f));
@@ -465,8 +479,8 @@ TEST_CASE("sdpa: Lq = 0 is a no-op", "[attention][sdpa][empty]") {
 TEST_CASE("sdpa: batch = 0 and heads = 0 are no-ops", "[attention][sdpa][empty]") {
     std::vector<float> buf(4, 5.f);
     const attngen_attention_desc desc = attention_desc();
-    CHECK(attngen::attention(tensor(buf.data(), {0, 2, 3, 8}), tensor(buf.data(), {0, 2, 3, 8}), tensor(buf.data(), {0, 2, 3, 8}),
-                             tensor(buf.data(), {0, 2, 3, 8}), desc)
+    CHECK(attngen::attention(tensor(buf.data(), {0, 2, 3, 8}), tensor(buf.data(), {0, 2, 3, 8}),
+                             tensor(buf.data(), {0, 2, 3, 8}), tensor(buf.data(), {0, 2, 3, 8}), desc)
               .ok());
     CHECK(buf == std::vector<float>(4, 5.f));
 }
@@ -492,6 +506,25 @@ TEST_CASE("sdpa: run info names the kernel, device and CPU target", "[attention]
     CHECK_CLOSE(out, reference_output(decode), kAtol, kRtol);
 }
 
+// Run once per CPU variant by CTest with ATTNGEN_CPU_VARIANT set: the dispatcher must run (and
+// report) exactly that variant, and its results must match the reference.
+TEST_CASE("dispatch: the capped CPU variant runs and matches the reference", "[cpu_variant]") {
+    const char *cap = std::getenv("ATTNGEN_CPU_VARIANT");
+    for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
+        for (const int64_t head_dim : {64, 128, 40}) {
+            for (const int64_t q_len : {1, 37}) {
+                AttnCase c = sdpa(2, 4, 2, q_len, 53, head_dim, 130, mask);
+                std::vector<float> out;
+                RunInfo info{};
+                REQUIRE(run_attngen(c, out, &info).ok());
+                INFO("variant " << info.cpu_target << ", D " << head_dim << ", Lq " << q_len);
+                if (cap && *cap) CHECK(std::string(info.cpu_target) == cap);
+                CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
+            }
+        }
+    }
+}
+
 TEST_CASE("sdpa: inputs are not modified and results are deterministic", "[attention][sdpa]") {
     AttnCase c = sdpa(2, 4, 2, 13, 21, 32, 122, ATTNGEN_MASK_CAUSAL);
     const AttnCase copy = c;
@@ -509,11 +542,50 @@ TEST_CASE("sdpa: batches and heads are independent", "[attention][sdpa]") {
     AttnCase c = sdpa(2, 2, 2, 6, 9, 16, 123, ATTNGEN_MASK_CAUSAL);
     std::vector<float> a, b;
     REQUIRE(run_attngen(c, a).ok());
-    for (std::size_t n = c.q_size() / 2; n < c.q_size(); n++) c.q[n] = -c.q[n];
-    for (std::size_t n = c.kv_size() / 2; n < c.kv_size(); n++) c.v[n] *= 3.f;
+    for (std::size_t n = c.q_size() / 2; n < c.q_size(); n++)
+        c.q[n] = -c.q[n];
+    for (std::size_t n = c.kv_size() / 2; n < c.kv_size(); n++)
+        c.v[n] *= 3.f;
     REQUIRE(run_attngen(c, b).ok());
     const std::size_t half = c.q_size() / 2;
     CHECK(std::vector<float>(a.begin(), a.begin() + std::ptrdiff_t(half)) ==
           std::vector<float>(b.begin(), b.begin() + std::ptrdiff_t(half)));
     CHECK_MATCHES_REFERENCE(c);
+}
+
+TEST_CASE("attention: concurrent calls from several threads", "[attention][threads]") {
+    // Different schemes and shapes at once: each thread's results equal its single-threaded results.
+    std::vector<AttnCase> cases;
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                      ATTNGEN_SCHEME_ROPE};
+    for (int n = 0; n < 4; n++) {
+        AttnCase c = random_case(1200 + n, {16, 64});
+        set_random_scheme(c, schemes[n], 1200 + n);
+        cases.push_back(c);
+    }
+    std::vector<std::vector<float>> expected(cases.size());
+    for (std::size_t n = 0; n < cases.size(); n++)
+        REQUIRE(run_attngen(cases[n], expected[n]).ok());
+    std::vector<int> mismatches(cases.size(), 0), failures(cases.size(), 0);
+    std::vector<std::thread> threads;
+    for (std::size_t n = 0; n < cases.size(); n++) {
+        threads.emplace_back([&, n] {
+            for (int repeat = 0; repeat < 20; repeat++) {
+                std::vector<float> out;
+                if (!run_attngen(cases[n], out).ok()) {
+                    failures[n]++;
+                } else if (std::memcmp(out.data(), expected[n].data(), out.size() * sizeof(float)) != 0) {
+                    mismatches[n]++;
+                }
+            }
+        });
+    }
+    for (std::thread &t : threads)
+        t.join();
+    for (std::size_t n = 0; n < cases.size(); n++) {
+        INFO(cases[n].describe());
+        CHECK(failures[n] == 0);
+        CHECK(mismatches[n] == 0);
+        CHECK_CLOSE(expected[n], reference_output(cases[n]), kAtol, kRtol);
+    }
 }

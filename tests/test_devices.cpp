@@ -15,8 +15,9 @@ constexpr double kDeviceAtol = 1e-5, kDeviceRtol = 1e-4;
 // OpenCL must be usable here: CI installs PoCL, so a missing device is a failure, not a skip.
 bool require_opencl() {
     if (!attngen_device_available(ATTNGEN_DEVICE_OPENCL)) {
-        FAIL("no OpenCL platform/device found: install pocl-opencl-icd (the PoCL CPU OpenCL driver) so that the "
-             "OpenCL kernels can be checked against the CPU kernels");
+        FAIL(
+            "no OpenCL platform/device found: install pocl-opencl-icd (the PoCL CPU OpenCL driver) so that the "
+            "OpenCL kernels can be checked against the CPU kernels");
     }
     if (!build_has_device("opencl")) {
         WARN("this build has no OpenCL kernels (configured with ATTNGEN_OPENCL=OFF): OpenCL checks not run");
@@ -25,29 +26,43 @@ bool require_opencl() {
     return true;
 }
 
-// Runs a case on the CPU and on OpenCL and compares them (and the OpenCL result with the reference).
-void check_opencl_matches_cpu(AttnCase c) {
-    if (!require_opencl()) return;
+// Runs a case on the CPU and on a device and compares them (and the device result with the reference).
+void check_device_matches_cpu(AttnCase c, attngen_device device) {
+    const std::string name = device == ATTNGEN_DEVICE_CUDA ? "cuda" : "opencl";
     INFO(c.describe());
-    std::vector<float> cpu, cl;
-    RunInfo cpu_info{}, cl_info{};
+    std::vector<float> cpu, dev;
+    RunInfo cpu_info{}, dev_info{};
     c.device = ATTNGEN_DEVICE_CPU;
     const Status s_cpu = run_attngen(c, cpu, &cpu_info);
     INFO("cpu: " << s_cpu.message);
     REQUIRE(s_cpu.ok());
     CHECK(std::string(cpu_info.device) == "cpu");
-    c.device = ATTNGEN_DEVICE_OPENCL;
-    const Status s_cl = run_attngen(c, cl, &cl_info);
-    INFO("opencl: " << s_cl.message);
-    REQUIRE(s_cl.ok());
-    CHECK(std::string(cl_info.device) == "opencl");
-    const std::string kernel = cl_info.kernel;
-    INFO("opencl kernel " << kernel);
-    CHECK(kernel.size() > 7);
-    CHECK(kernel.substr(kernel.size() - 7) == "_opencl");
+    c.device = device;
+    const Status s_dev = run_attngen(c, dev, &dev_info);
+    INFO(name << ": " << s_dev.message);
+    REQUIRE(s_dev.ok());
+    CHECK(std::string(dev_info.device) == name);
+    const std::string kernel = dev_info.kernel;
+    INFO(name << " kernel " << kernel);
+    CHECK(kernel.size() > name.size() + 1);
+    CHECK(kernel.substr(kernel.size() - name.size() - 1) == "_" + name);
     CHECK(kernel.find(c.q_len == 1 ? "_decode_" : "_prefill_") != std::string::npos);
-    CHECK_CLOSE(cl, cpu, kDeviceAtol, kDeviceRtol);
-    CHECK_CLOSE(cl, reference_output(c), kAtol, kRtol);
+    CHECK_CLOSE(dev, cpu, kDeviceAtol, kDeviceRtol);
+    CHECK_CLOSE(dev, reference_output(c), kAtol, kRtol);
+}
+
+void check_opencl_matches_cpu(const AttnCase &c) {
+    if (!require_opencl()) return;
+    check_device_matches_cpu(c, ATTNGEN_DEVICE_OPENCL);
+}
+
+// A few random small problems of a scheme on both devices (shapes, masks, padding, parameters).
+void check_random_cases(attngen_scheme scheme, uint64_t first_seed, const std::vector<int> &head_dims) {
+    for (uint64_t seed = first_seed; seed < first_seed + 4; seed++) {
+        AttnCase c = random_case(seed, head_dims);
+        set_random_scheme(c, scheme, seed);
+        check_opencl_matches_cpu(c);
+    }
 }
 
 AttnCase small(int B, int H, int Hkv, int Lq, int Lk, int D, uint64_t seed, attngen_mask mask) {
@@ -65,8 +80,10 @@ TEST_CASE("devices: OpenCL is available (PoCL)", "[devices][opencl]") {
 }
 
 TEST_CASE("devices: automatic device selection resolves to the CPU here", "[devices]") {
-    // PoCL is a CPU OpenCL device, not a GPU, and there is no CUDA device: auto picks the CPU kernels.
-    REQUIRE_FALSE(attngen_device_available(ATTNGEN_DEVICE_CUDA));
+    // PoCL is a CPU OpenCL device, not a GPU, and there is no CUDA device here: auto picks the CPU
+    // kernels. (Where a CUDA GPU and CUDA kernels are present, auto picks CUDA.)
+    const bool cuda = build_has_device("cuda") && attngen_device_available(ATTNGEN_DEVICE_CUDA);
+    const std::string expected_device = cuda ? "cuda" : "cpu";
     for (int Lq : {1, 6}) {
         AttnCase c = small(1, 2, 2, Lq, 6, 16, 600 + Lq, ATTNGEN_MASK_CAUSAL);
         c.device = ATTNGEN_DEVICE_AUTO;
@@ -75,8 +92,9 @@ TEST_CASE("devices: automatic device selection resolves to the CPU here", "[devi
         const Status status = run_attngen(c, out, &info);
         INFO(status.message);
         REQUIRE(status.ok());
-        CHECK(std::string(info.device) == "cpu");
-        CHECK(std::string(info.kernel) == (Lq == 1 ? "attngen_sdpa_decode_cpu" : "attngen_sdpa_prefill_cpu"));
+        CHECK(std::string(info.device) == expected_device);
+        CHECK(std::string(info.kernel) ==
+              std::string(Lq == 1 ? "attngen_sdpa_decode_" : "attngen_sdpa_prefill_") + expected_device);
         CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
     }
 }
@@ -93,6 +111,7 @@ TEST_CASE("devices: OpenCL matches CPU, sdpa", "[devices][opencl][sdpa]") {
     d.window = 4;
     d.kv_lengths = {9, 0};
     check_opencl_matches_cpu(d);
+    check_random_cases(ATTNGEN_SCHEME_SDPA, 9000, {3, 16, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, alibi", "[devices][opencl][alibi]") {
@@ -105,6 +124,7 @@ TEST_CASE("devices: OpenCL matches CPU, alibi", "[devices][opencl][alibi]") {
     AttnCase c = small(1, 2, 2, 4, 4, 128, 622, ATTNGEN_MASK_CAUSAL);
     set_alibi(c);
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_ALIBI, 9100, {5, 16, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, t5", "[devices][opencl][t5]") {
@@ -113,12 +133,14 @@ TEST_CASE("devices: OpenCL matches CPU, t5", "[devices][opencl][t5]") {
     check_opencl_matches_cpu(a);
     AttnCase b = small(2, 4, 2, 1, 20, 64, 631, ATTNGEN_MASK_CAUSAL);
     set_t5(b, 32, 128, false);
-    for (float &x : b.q) x *= 0.2f;
+    for (float &x : b.q)
+        x *= 0.2f;
     b.kv_lengths = {20, 7};
     check_opencl_matches_cpu(b);
     AttnCase c = small(1, 2, 1, 6, 6, 10, 632, ATTNGEN_MASK_CAUSAL);
     set_t5(c, 8, 20, false);
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_T5, 9200, {5, 16, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, shaw", "[devices][opencl][shaw]") {
@@ -131,6 +153,7 @@ TEST_CASE("devices: OpenCL matches CPU, shaw", "[devices][opencl][shaw]") {
     AttnCase c = small(1, 2, 2, 5, 5, 128, 642, ATTNGEN_MASK_CAUSAL);
     set_shaw(c, 3, false);
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_SHAW, 9300, {5, 16, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, txl", "[devices][opencl][txl]") {
@@ -143,6 +166,7 @@ TEST_CASE("devices: OpenCL matches CPU, txl", "[devices][opencl][txl]") {
     AttnCase c = small(1, 2, 2, 4, 4, 128, 652, ATTNGEN_MASK_CAUSAL);
     set_txl(c);
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_TXL, 9400, {5, 16, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, deberta", "[devices][opencl][deberta]") {
@@ -155,6 +179,7 @@ TEST_CASE("devices: OpenCL matches CPU, deberta", "[devices][opencl][deberta]") 
     AttnCase c = small(1, 2, 2, 4, 4, 128, 662, ATTNGEN_MASK_NONE);
     set_deberta(c, 2);
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_DEBERTA, 9500, {5, 16, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, rope half", "[devices][opencl][rope]") {
@@ -170,6 +195,7 @@ TEST_CASE("devices: OpenCL matches CPU, rope half", "[devices][opencl][rope]") {
     c.rope.scaling = ATTNGEN_ROPE_SCALING_LINEAR;
     c.rope.factor = 2;
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_ROPE, 9600, {6, 17, 64});
 }
 
 TEST_CASE("devices: OpenCL matches CPU, rope interleaved", "[devices][opencl][rope]") {
@@ -191,4 +217,55 @@ TEST_CASE("devices: OpenCL matches CPU, xpos", "[devices][opencl][xpos]") {
     AttnCase c = small(1, 2, 2, 4, 4, 128, 692, ATTNGEN_MASK_CAUSAL);
     set_xpos(c, 64);
     check_opencl_matches_cpu(c);
+    check_random_cases(ATTNGEN_SCHEME_XPOS, 9700, {8, 16, 64});
+}
+
+TEST_CASE("devices: OpenCL with strided views (packed innermost stride, transposed heads)",
+          "[devices][opencl][strided]") {
+    if (!require_opencl()) return;
+    const int B = 1, H = 2, Lq = 5, Lk = 9, D = 16;
+    AttnCase c = small(B, H, H, Lq, Lk, D, 699, ATTNGEN_MASK_CAUSAL);
+    c.device = ATTNGEN_DEVICE_OPENCL;
+    const int64_t qs[4] = {B, H, Lq, D}, ks[4] = {B, H, Lk, D};
+    const int64_t q_str[4] = {int64_t(Lq) * H * D, D, int64_t(H) * D, 1};              // [B, L, H, D] storage
+    const int64_t k_str[4] = {int64_t(Lk) * H * D * 2, D * 2, int64_t(H) * D * 2, 2};  // and every other float
+    const int64_t o_str[4] = {int64_t(H) * Lq * D * 3, int64_t(Lq) * D * 3, D * 3, 3};
+    const float sentinel = 99.f;
+    std::vector<float> qbuf(std::size_t(B) * q_str[0]), kbuf(std::size_t(B) * k_str[0], sentinel),
+        vbuf(std::size_t(B) * k_str[0], sentinel), obuf(std::size_t(B) * o_str[0], sentinel);
+    scatter4(c.q, qs, q_str, qbuf);
+    scatter4(c.k, ks, k_str, kbuf);
+    scatter4(c.v, ks, k_str, vbuf);
+    const Tensor q = strided(qbuf.data(), {B, H, Lq, D}, {q_str[0], q_str[1], q_str[2], q_str[3]});
+    const Tensor k = strided(kbuf.data(), {B, H, Lk, D}, {k_str[0], k_str[1], k_str[2], k_str[3]});
+    const Tensor v = strided(vbuf.data(), {B, H, Lk, D}, {k_str[0], k_str[1], k_str[2], k_str[3]});
+    const Tensor out = strided(obuf.data(), {B, H, Lq, D}, {o_str[0], o_str[1], o_str[2], o_str[3]});
+    RunInfo info{};
+    const Status status = run_views(c, q, k, v, out, &info);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK(std::string(info.device) == "opencl");
+    CHECK_CLOSE(gather4(obuf, qs, o_str), reference_output(c), kAtol, kRtol);
+    std::size_t gaps_written = 0;
+    for (std::size_t n = 0; n < obuf.size(); n++)
+        gaps_written += (n % 3 != 0 && obuf[n] != sentinel);
+    CHECK(gaps_written == 0);
+}
+
+TEST_CASE("devices: CUDA matches CPU where a GPU is present", "[devices][cuda]") {
+    // CI machines have no GPU: there the unavailable-device error is checked in test_validation.cpp.
+    if (!build_has_device("cuda") || !attngen_device_available(ATTNGEN_DEVICE_CUDA)) {
+        WARN("no CUDA kernels in this build or no CUDA device: CUDA-vs-CPU comparison not run");
+        return;
+    }
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    for (attngen_scheme scheme : schemes) {
+        for (uint64_t seed = 0; seed < 6; seed++) {
+            AttnCase c = random_case(9900 + 10 * uint64_t(scheme) + seed, {8, 16, 64, 128});
+            set_random_scheme(c, scheme, seed);
+            check_device_matches_cpu(c, ATTNGEN_DEVICE_CUDA);
+        }
+    }
 }

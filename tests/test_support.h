@@ -35,8 +35,8 @@ struct AttnCase {
     float scale = 0;  // 0: scheme default
     attngen_device device = ATTNGEN_DEVICE_CPU;
 
-    std::vector<float> q, k, v;       // contiguous [B,H,Lq,D] and [B,Hkv,Lk,D]
-    std::vector<int32_t> kv_lengths;  // empty: no padding
+    std::vector<float> q, k, v;                     // contiguous [B,H,Lq,D] and [B,Hkv,Lk,D]
+    std::vector<int32_t> kv_lengths;                // empty: no padding
     std::vector<int32_t> q_positions, k_positions;  // RoPE / xPos; empty: defaults
 
     // ALiBi
@@ -145,22 +145,23 @@ constexpr double kAtol = 1e-4, kRtol = 1e-4;
 }  // namespace attngen::test
 
 // Checks two float vectors / a float and a double vector elementwise (allclose), with a summary.
-#define CHECK_CLOSE(got, want, atol, rtol)                                            \
-    do {                                                                              \
+#define CHECK_CLOSE(got, want, atol, rtol)                                                                \
+    do {                                                                                                  \
         const ::attngen::test::Comparison cmp_ = ::attngen::test::compare((got), (want), (atol), (rtol)); \
-        INFO(cmp_.text);                                                              \
-        CHECK(cmp_.ok);                                                               \
+        INFO(cmp_.text);                                                                                  \
+        CHECK(cmp_.ok);                                                                                   \
     } while (0)
 
-// Runs attngen on a case and checks it against the double reference at atol = rtol = 1e-4.
-#define CHECK_MATCHES_REFERENCE_TOL(case_, atol, rtol)                                \
-    do {                                                                              \
-        const ::attngen::test::AttnCase &c_ = (case_);                                \
-        INFO(c_.describe());                                                          \
-        std::vector<float> got_;                                                      \
-        const ::attngen::Status status_ = ::attngen::test::run_attngen(c_, got_);     \
-        INFO("attngen status " << int(status_.code) << ": " << status_.message);      \
-        REQUIRE(status_.code == ATTNGEN_OK);                                          \
-        CHECK_CLOSE(got_, ::attngen::test::reference_output(c_), (atol), (rtol));     \
+// Runs attngen on a case and checks it against the double reference (CHECK_MATCHES_REFERENCE: atol = rtol = 1e-4).
+#define CHECK_MATCHES_REFERENCE_TOL(case_, atol, rtol)                            \
+    do {                                                                          \
+        const ::attngen::test::AttnCase &c_ = (case_);                            \
+        INFO(c_.describe());                                                      \
+        std::vector<float> got_;                                                  \
+        const ::attngen::Status status_ = ::attngen::test::run_attngen(c_, got_); \
+        INFO("attngen status " << int(status_.code) << ": " << status_.message);  \
+        REQUIRE(status_.code == ATTNGEN_OK);                                      \
+        CHECK_CLOSE(got_, ::attngen::test::reference_output(c_), (atol), (rtol)); \
     } while (0)
-#define CHECK_MATCHES_REFERENCE(case_) CHECK_MATCHES_REFERENCE_TOL(case_, ::attngen::test::kAtol, ::attngen::test::kRtol)
+#define CHECK_MATCHES_REFERENCE(case_) \
+    CHECK_MATCHES_REFERENCE_TOL(case_, ::attngen::test::kAtol, ::attngen::test::kRtol)

@@ -76,7 +76,8 @@ void expect_error(Fixture &f, attngen_status code, std::initializer_list<const c
     INFO("message: \"" << f.message << "\"");
     CHECK(got == code);
     CHECK_FALSE(f.message.empty());
-    for (const char *word : words) CHECK_THAT(f.message, Catch::Contains(word));
+    for (const char *word : words)
+        CHECK_THAT(f.message, Catch::Contains(word));
     CHECK(f.out_untouched());
 }
 
@@ -98,13 +99,17 @@ TEST_CASE("validation: the fixture itself is valid and clears the error buffer",
 TEST_CASE("validation: null tensor pointers", "[validation][tensors]") {
     Fixture f;
     char error[256];
-    CHECK(attngen_attention(nullptr, &f.k, &f.v, &f.o, &f.desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_attention(nullptr, &f.k, &f.v, &f.o, &f.desc, nullptr, error, sizeof error) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::StartsWith("q:") && Catch::Contains("null"));
-    CHECK(attngen_attention(&f.q, nullptr, &f.v, &f.o, &f.desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_attention(&f.q, nullptr, &f.v, &f.o, &f.desc, nullptr, error, sizeof error) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::StartsWith("k:") && Catch::Contains("null"));
-    CHECK(attngen_attention(&f.q, &f.k, nullptr, &f.o, &f.desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_attention(&f.q, &f.k, nullptr, &f.o, &f.desc, nullptr, error, sizeof error) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::StartsWith("v:") && Catch::Contains("null"));
-    CHECK(attngen_attention(&f.q, &f.k, &f.v, nullptr, &f.desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_attention(&f.q, &f.k, &f.v, nullptr, &f.desc, nullptr, error, sizeof error) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::StartsWith("out:") && Catch::Contains("null"));
     CHECK(f.out_untouched());
 }
@@ -230,7 +235,8 @@ TEST_CASE("validation: head_dim 0 and 300", "[validation][tensors]") {
         CHECK(code == ATTNGEN_ERROR_INVALID_ARGUMENT);
         CHECK_THAT(f.message, Catch::Contains("head_dim") && Catch::Contains("dimension 3") &&
                                   Catch::Contains("is " + std::to_string(D)) && Catch::Contains("256"));
-        for (float x : out) REQUIRE(x == kSentinel);
+        for (float x : out)
+            REQUIRE(x == kSentinel);
     }
 }
 
@@ -286,7 +292,8 @@ TEST_CASE("validation: out aliasing an input", "[validation][strides]") {
     INFO(g.message);
     CHECK(code_g == ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(g.message, Catch::Contains("out overlaps v"));
-    for (std::size_t n = 0; n < shared.size(); n++) REQUIRE(shared[n] == 1.f);
+    for (std::size_t n = 0; n < shared.size(); n++)
+        REQUIRE(shared[n] == 1.f);
 }
 
 // ---- controls -----------------------------------------------------------------------------------
@@ -381,7 +388,8 @@ TEST_CASE("validation: error buffer handling", "[validation]") {
     f.q.rank = 3;
     char small[8];
     std::memset(small, 'x', sizeof small);
-    CHECK(attngen_attention(&f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, small, sizeof small) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_attention(&f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, small, sizeof small) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK(std::string(small) == "q: rank");  // truncated to 7 characters and terminated
     char untouched = 'z';
     CHECK(attngen_attention(&f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, &untouched, 0) == ATTNGEN_ERROR_INVALID_ARGUMENT);
@@ -774,13 +782,16 @@ TEST_CASE("validation: standalone kernels reject bad inputs", "[validation][stan
     CHECK(attngen_sinusoid_table(raw_enum<attngen_sinusoid_convention>(5), 16, 0, 10000, &table, error, sizeof error) ==
           ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::Contains("convention is 5"));
-    CHECK(attngen_sinusoid_table(ATTNGEN_SINUSOID_T2T, 0, 0, 10000, &table, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_sinusoid_table(ATTNGEN_SINUSOID_T2T, 0, 0, 10000, &table, error, sizeof error) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::Contains("channels is 0"));
-    CHECK(attngen_sinusoid_table(ATTNGEN_SINUSOID_T2T, 16, 0, -1, &table, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(attngen_sinusoid_table(ATTNGEN_SINUSOID_T2T, 16, 0, -1, &table, error, sizeof error) ==
+          ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::Contains("base"));
     // add_learned: table channels differ from x
     std::vector<float> learned(10 * 8, 0.f);
-    const Tensor x3 = tensor(x.data(), {2, 4, 16}), out3 = tensor(out.data(), {2, 4, 16}), tl = tensor(learned.data(), {10, 8});
+    const Tensor x3 = tensor(x.data(), {2, 4, 16}), out3 = tensor(out.data(), {2, 4, 16}),
+                 tl = tensor(learned.data(), {10, 8});
     CHECK(attngen_add_learned(&x3, nullptr, 0, &tl, &out3, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::Contains("table") && Catch::Contains("dimension 1"));
     CHECK(untouched());
@@ -816,14 +827,14 @@ TEST_CASE("validation: custom scheme entry point", "[validation][custom]") {
     CHECK(attngen_attention_custom("", "", &f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, 0, nullptr, 0, nullptr, error,
                                    sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(error), Catch::Contains("scheme name is empty"));
-    CHECK(attngen_attention_custom("no_such_scheme", "", &f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, 0, nullptr, 0, nullptr,
-                                   error, sizeof error) == ATTNGEN_ERROR_UNSUPPORTED);
+    CHECK(attngen_attention_custom("no_such_scheme", "", &f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, 0, nullptr, 0,
+                                   nullptr, error, sizeof error) == ATTNGEN_ERROR_UNSUPPORTED);
     CHECK_THAT(std::string(error), Catch::Contains("no_such_scheme"));
     CHECK(attngen_attention_custom("sdpa", "", &f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, -1, nullptr, 0, nullptr, error,
                                    sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK(f.out_untouched());
     // The built-in SDPA kernel through the custom entry point is the plain call.
-    REQUIRE(attngen_attention_custom("sdpa", "", &f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, 0, nullptr, 0, nullptr, error,
-                                     sizeof error) == ATTNGEN_OK);
+    REQUIRE(attngen_attention_custom("sdpa", "", &f.q, &f.k, &f.v, &f.o, &f.desc, nullptr, 0, nullptr, 0, nullptr,
+                                     error, sizeof error) == ATTNGEN_OK);
     CHECK_CLOSE(f.out, reference_output(f.c), kAtol, kRtol);
 }

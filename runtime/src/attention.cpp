@@ -152,7 +152,8 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
         const int64_t buckets = desc.t5_table.shape[0];
         int32_t probe = 0;
         char message[256];
-        if (attngen_t5_bucket(0, 1, int32_t(buckets), desc.t5_max_distance, &probe, message, sizeof message) != ATTNGEN_OK) {
+        if (attngen_t5_bucket(0, desc.t5_bidirectional, int32_t(buckets), desc.t5_max_distance, &probe, message,
+                              sizeof message) != ATTNGEN_OK) {
             invalid(message);
         }
         check_finite(desc.t5_table, "desc.t5_table");

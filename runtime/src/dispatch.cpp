@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <mutex>
 #include <sstream>
 
@@ -23,23 +26,85 @@ void capture_halide_error(void *, const char *message) {
     while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n') g_last_halide_error.pop_back();
 }
 
-// Records which CPU variant the multi-target wrapper picks: it queries variants in order,
-// most capable first, and runs the first the CPU supports.
-thread_local int t_feature_queries = 0;
-thread_local int t_chosen_variant = -1;
+// CPU variants of the multi-target kernels, most capable first (ATTNGEN_CPU_TARGETS), as Halide
+// feature masks. The multi-target wrapper asks halide_can_use_target_features about each variant on
+// its first call and caches the answer; the runtime asks the same question to report the variant,
+// and ATTNGEN_CPU_VARIANT=<substring of a target> caps the choice (tests run every variant here).
+struct CpuVariant {
+    std::string target;
+    uint64_t features[2] = {0, 0};
+};
 
-int record_can_use_target_features(int count, const uint64_t *features) {
-    int result = halide_default_can_use_target_features(count, features);
-    if (result && t_chosen_variant < 0) t_chosen_variant = t_feature_queries;
-    t_feature_queries++;
-    return result;
+std::vector<std::string> cpu_targets();
+
+const std::vector<CpuVariant> &cpu_variants() {
+    static const std::vector<CpuVariant> variants = [] {
+        static const std::pair<const char *, halide_target_feature_t> kFeatures[] = {
+            {"sse41", halide_target_feature_sse41},
+            {"avx", halide_target_feature_avx},
+            {"avx2", halide_target_feature_avx2},
+            {"fma", halide_target_feature_fma},
+            {"fma4", halide_target_feature_fma4},
+            {"f16c", halide_target_feature_f16c},
+            {"avx512", halide_target_feature_avx512},
+            {"avx512_knl", halide_target_feature_avx512_knl},
+            {"avx512_skylake", halide_target_feature_avx512_skylake},
+            {"avx512_cannonlake", halide_target_feature_avx512_cannonlake},
+            {"avx512_sapphirerapids", halide_target_feature_avx512_sapphirerapids},
+        };
+        std::vector<CpuVariant> list;
+        for (const std::string &target : cpu_targets()) {
+            CpuVariant variant;
+            variant.target = target;
+            std::stringstream in(target);
+            std::string token;
+            while (std::getline(in, token, '-')) {
+                for (const auto &[name, feature] : kFeatures) {
+                    if (token == name) variant.features[feature / 64] |= uint64_t(1) << (feature % 64);
+                }
+            }
+            list.push_back(variant);
+        }
+        return list;
+    }();
+    return variants;
+}
+
+// Index of the most capable variant a cap allows (ATTNGEN_CPU_VARIANT), 0 without a cap.
+int variant_cap() {
+    static const int cap = [] {
+        const char *wanted = std::getenv("ATTNGEN_CPU_VARIANT");
+        if (!wanted || !*wanted) return 0;
+        const std::vector<CpuVariant> &variants = cpu_variants();
+        for (size_t n = 0; n < variants.size(); n++) {
+            if (variants[n].target.find(wanted) != std::string::npos) return int(n);
+        }
+        return 0;
+    }();
+    return cap;
+}
+
+int capped_can_use_target_features(int count, const uint64_t *features) {
+    // Compare CPU feature bits only: the wrapper's masks also carry e.g. no_runtime.
+    const std::vector<CpuVariant> &variants = cpu_variants();
+    uint64_t cpu_bits[2] = {0, 0};
+    for (const CpuVariant &variant : variants) {
+        cpu_bits[0] |= variant.features[0];
+        cpu_bits[1] |= variant.features[1];
+    }
+    for (int n = 0; n < variant_cap() && n < int(variants.size()) && count >= 2; n++) {
+        if ((features[0] & cpu_bits[0]) == variants[n].features[0] && (features[1] & cpu_bits[1]) == variants[n].features[1]) {
+            return 0;
+        }
+    }
+    return halide_default_can_use_target_features(count, features);
 }
 
 void install_halide_hooks() {
     static std::once_flag once;
     std::call_once(once, [] {
         halide_set_error_handler(capture_halide_error);
-        halide_set_custom_can_use_target_features(record_can_use_target_features);
+        halide_set_custom_can_use_target_features(capped_can_use_target_features);
     });
 }
 
@@ -148,11 +213,14 @@ std::string resolve_device(attngen_device device, const std::string &scheme, con
 }
 
 std::string dispatched_cpu_target() {
-    std::vector<std::string> targets = cpu_targets();
-    if (targets.empty()) return "host";
-    if (targets.size() == 1) return targets.front();
-    if (t_chosen_variant >= 0 && t_chosen_variant < int(targets.size())) return targets[t_chosen_variant];
-    return targets.back();
+    install_halide_hooks();
+    const std::vector<CpuVariant> &variants = cpu_variants();
+    if (variants.empty()) return "host";
+    // The wrapper runs the most capable variant the CPU (and the cap) allows; the last is the fallback.
+    for (size_t n = 0; n + 1 < variants.size(); n++) {
+        if (capped_can_use_target_features(2, variants[n].features)) return variants[n].target;
+    }
+    return variants.back().target;
 }
 
 void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
@@ -200,8 +268,6 @@ void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
         std::lock_guard<std::mutex> lock(g_error_mutex);
         g_last_halide_error.clear();
     }
-    t_feature_queries = 0;
-    t_chosen_variant = -1;
     const int result = kernel.argv(argv.data());
     if (result != 0) {
         std::string message;

@@ -3,6 +3,7 @@
 // buckets (their float rounding decides integer boundaries).
 #include "internal.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attngen::detail {
@@ -70,14 +71,16 @@ int deberta_bucket_value(int relative, int bucket_size, int max_position) {
     return rel > 0 ? log_pos : (rel < 0 ? -log_pos : 0);
 }
 
-void check_t5_params(int num_buckets, int max_distance) {
+void check_t5_params(bool bidirectional, int num_buckets, int max_distance) {
     if (num_buckets < 2 || num_buckets % 2 != 0) {
         invalid("t5: num_buckets is " + std::to_string(num_buckets) + ", expected an even number >= 2");
     }
-    const int max_exact = num_buckets / 4 > 0 ? num_buckets / 4 : 1;
+    // Buckets below max_exact are exact distances; the log branch needs max_distance beyond them.
+    const int max_exact = std::max((bidirectional ? num_buckets / 2 : num_buckets) / 2, 1);
     if (max_distance <= max_exact) {
         invalid("t5: max_distance is " + std::to_string(max_distance) + ", expected > " + std::to_string(max_exact) +
-                " (the exact-bucket range for num_buckets " + std::to_string(num_buckets) + ")");
+                " (the exact-bucket range of " + (bidirectional ? "bidirectional" : "unidirectional") +
+                " buckets for num_buckets " + std::to_string(num_buckets) + ")");
     }
 }
 
@@ -224,7 +227,7 @@ attngen_status attngen_alibi_slopes(int32_t heads, double *slopes, char *error, 
 attngen_status attngen_t5_bucket(int32_t relative_position, int32_t bidirectional, int32_t num_buckets,
                                  int32_t max_distance, int32_t *bucket, char *error, size_t error_size) {
     return guarded(error, error_size, [&] {
-        check_t5_params(num_buckets, max_distance);
+        check_t5_params(bidirectional != 0, num_buckets, max_distance);
         if (!bucket) invalid("t5: bucket output pointer is null");
         *bucket = t5_bucket_value(relative_position, bidirectional != 0, num_buckets, max_distance);
     });
