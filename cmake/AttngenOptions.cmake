@@ -21,4 +21,6 @@ set(ATTNGEN_CUDA_CAPABILITY "cuda_capability_86" CACHE STRING "Halide CUDA capab
 option(ATTNGEN_EMIT_STMT "Also write each kernel's Halide statement (.stmt) and assembly next to it" OFF)
 option(ATTNGEN_BUILD_TESTS "Build the tests" ON)
 option(ATTNGEN_BUILD_BENCH "Build the benchmarks (needs Google Benchmark, OpenBLAS, oneDNN)" ON)
+set(ATTNGEN_EXTRA_SCHEME_SOURCES "examples/custom_scheme/kerple.cpp" CACHE STRING
+    "User-defined scheme files (paths relative to the source tree or absolute), built like generators/schemes/*.cpp")
 set(ATTNGEN_FAST_HEAD_DIMS "64,128" CACHE STRING "Head dims with a compile-time fast path in every attention kernel")
