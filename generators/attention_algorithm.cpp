@@ -76,7 +76,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
     s.rj = RDom(0, chunk, "rj");
     Expr rj_key = c * chunk + s.rj;
-    s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
+    if (blocking.trim_chunk_keys) s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
     s.chunk_max = Func("chunk_max");
     s.chunk_max(ii, c, it, h, b) = kMaskedScore;
     s.chunk_max(ii, c, it, h, b) = max(s.chunk_max(ii, c, it, h, b), s.scores(ii, s.rj, c, it, h, b));
@@ -97,11 +97,25 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {
         ValueTerm vt = scheme.value_term(p);
-        // Probability mass per table row, then one small (rows x D) product per row.
+        // Probability mass per clipped distance r - clip of the chunk's visible keys: the one key at
+        // each interior distance (a gather, no scatter), the tails summed into rows 0 and 2 clip.
+        Expr chunk_start = c * chunk;
+        Expr visible_begin = max(s.key_begin(it, b), chunk_start), visible_end = min(s.key_end(it, b), chunk_start + chunk);
+        Expr key_at_r = p.query_position(row) + r - vt.clip;
+        Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
+        Expr interior = select(key_at_r >= visible_begin && key_at_r < visible_end,
+                               s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
+        Expr distance = rj_key - p.query_position(row);
+        s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
+        s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
+        Expr prob = s.probs(ii, s.rj, c, it, h, b);
+        s.value_tails(ii, c, it, h, b) =
+            Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
+                  s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
         s.value_hist = Func("value_hist");
-        s.value_hist(r, ii, c, it, h, b) = 0.f;
-        s.value_hist(vt.row(clamped_row, rj_clamped_key), ii, c, it, h, b) += s.probs(ii, s.rj, c, it, h, b);
-        s.rr = RDom(0, vt.rows, "rr");
+        s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0],
+                                                  r == 2 * vt.clip, s.value_tails(ii, c, it, h, b)[1], interior);
+        s.rr = RDom(0, 2 * vt.clip + 1, "rr");
         s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
     }
 

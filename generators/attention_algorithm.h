@@ -39,6 +39,10 @@ struct Blocking {
     int query_tile = 32;  // query rows per tile
     int key_chunk = 256;  // keys per chunk
     Merge merge = Merge::TwoPass;
+    // Trim each chunk's key loops to the keys its tile can see (skips the masked part of diagonal
+    // chunks). Off, a partially visible chunk is computed whole and masked: cheaper per key when a
+    // tile has a single row (decode), where the trimming tests cannot be amortized over rows.
+    bool trim_chunk_keys = true;
 };
 
 // Runtime controls shared by every scheme.
@@ -66,7 +70,8 @@ struct AttentionStages {
     Halide::Func probs;        // (ii, jj, c, it, h, b): exp(s - chunk max)
     Halide::Func chunk_sum;    // (ii, c, it, h, b)
     Halide::Func chunk_acc;    // (d, ii, c, it, h, b): P.V (+ value term)
-    Halide::Func value_hist;   // (r, ii, c, it, h, b): P summed per value-table row; undefined without a value term
+    Halide::Func value_tails;  // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip (value term only)
+    Halide::Func value_hist;   // (r, ii, c, it, h, b): P per clipped distance; undefined without a value term
     // Two-pass merge:
     Halide::Func chunk_state;  // Tuple(acc, max, sum) over (d, ii, c, it, h, b)
     Halide::Func row_max;      // (ii, it, h, b)

@@ -35,6 +35,28 @@ Halide::Func AttentionProblem::table(const std::string &name) const {
     return wrapped;
 }
 
+Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
+                                 const Halide::Func &table, const Halide::Expr &table_rows, const Halide::Expr &channels,
+                                 Placement placement) const {
+    using namespace Halide;
+    Var c("c"), x("x"), i("i"), h("h"), b("b");
+    HelperStage stage;
+    stage.placement = placement;
+    stage.is_contraction = true;
+    stage.rows = Func(name + "_rows");
+    stage.rows(c, i, h, b) = rows(c, clamp(i, 0, row_count - 1), h, b);
+    stage.table = Func(name + "_table");
+    stage.table(c, x, h, b) = table(c, clamp(x, 0, table_rows - 1), h, b);
+    stage.channels = RDom(0, channels, name + "_c");
+    stage.product = Func(name + "_product");
+    stage.product(x, i, h, b) = 0.f;
+    stage.product(x, i, h, b) += stage.rows(stage.channels, i, h, b) * stage.table(stage.channels, x, h, b);
+    stage.func = Func(name);
+    stage.func(x, i, h, b) = stage.product(x, i, h, b);
+    helpers_.push_back(stage);
+    return stage.func;
+}
+
 Halide::Expr Scheme::default_scale(const AttentionProblem &p) const {
     return 1.f / Halide::sqrt(Halide::cast<float>(p.head_dim));
 }

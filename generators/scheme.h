@@ -44,6 +44,11 @@ enum class Placement {
 struct HelperStage {
     Halide::Func func;
     Placement placement;
+    // Set for contractions (see Scheme::contraction): func(x, i, h, b) = product(x, i, h, b), the sum
+    // over channels of rows(c, i, h, b) * table(c, x, h, b), with both operands index-clamped.
+    bool is_contraction = false;
+    Halide::Func product, rows, table;
+    Halide::RDom channels;
 };
 
 // What the hooks can see of the problem.
@@ -64,12 +69,13 @@ struct AttentionProblem {
     Halide::Expr query_position(const Halide::Expr &i) const { return k_len - q_len + i; }
 };
 
-// Value-side term (Shaw's aV): out_i += sum_j p_ij * table(d, row(i, j), h, b), with p the softmax.
-// The kernel folds it into the P.V pass through a per-row histogram over table rows.
+// Value-side term (Shaw's aV): out_i += sum_j p_ij * table(d, clamp(j - p_i, -clip, clip) + clip, h, b),
+// with p the softmax: a table row per clipped relative distance. The kernel folds it into the P.V pass:
+// per row, the probability mass of each distance (one key per interior distance, the tails summed
+// into the end rows), then one small (2 clip + 1) x D product.
 struct ValueTerm {
-    Halide::Func table;  // (d, r, h, b)
-    Halide::Expr rows;   // number of table rows
-    std::function<Halide::Expr(const Halide::Expr &i, const Halide::Expr &j)> row;
+    Halide::Func table;  // (d, r, h, b), r in [0, 2 clip]
+    Halide::Expr clip;
 };
 
 // One positional scheme. Every hook is optional: an absent hook adds nothing to the generated code.
@@ -111,6 +117,14 @@ protected:
         helpers_.push_back({f, placement});
         return f;
     }
+
+    // A content-position product, out(x, i, h, b) = sum over channels c < `channels` of
+    // rows(c, i, h, b) * table(c, x, h, b): Shaw's q.aK, Transformer-XL's (q+v).R, DeBERTa's c2p and
+    // p2c. Declared as such, schedules block it like a matrix product. Row indices are clamped to
+    // [0, row_count) and table indices to [0, table_rows), so schedules may compute whole blocks.
+    Halide::Func contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
+                             const Halide::Func &table, const Halide::Expr &table_rows, const Halide::Expr &channels,
+                             Placement placement) const;
 
 private:
     mutable std::vector<HelperStage> helpers_;

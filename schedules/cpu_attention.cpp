@@ -20,7 +20,7 @@ const char *shape_class_name(ShapeClass shape) { return shape == ShapeClass::Pre
 CpuScheduleParams default_cpu_params(ShapeClass shape) {
     CpuScheduleParams params;
     if (shape == ShapeClass::Decode) {
-        params.blocking = {1, 512};
+        params.blocking = {1, 512, Merge::TwoPass, /*trim_chunk_keys=*/false};
         params.split_keys = true;
     }
     return params;
@@ -50,10 +50,49 @@ LoopLevel chunk_level(const AttentionStages &s) {
     return s.blocking.merge == Merge::TwoPass ? LoopLevel(s.chunk_state, s.c) : LoopLevel(s.online_state, s.rc);
 }
 
-void schedule_helpers(AttentionStages &s, Func output, const OutputLoops &loops, int vector_width) {
+// Helper stages of the schemes, placed where the scheme asked. Helpers are either tables
+// (vectorized along their first argument) or content-position products, reductions over the head
+// channels of two d-innermost operands: those reduce a vector of channels at a time (both operands
+// load contiguously) and sum it once per output.
+// A contraction out(x, i) = sum_c rows(c, i) table(c, x), blocked like a matrix product: rows are
+// staged transposed (i innermost), each block of 8 table rows x one vector of i accumulates in
+// registers over the channels; per-call contractions run in parallel over (head, batch).
+void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width) {
+    Func out = helper.func, product = helper.product, rows = helper.rows;
+    std::vector<Var> args = out.args();  // x, i, h, b
+    std::vector<Var> row_args = rows.args();  // c, i, h, b
+    Var x_block("x_block"), x_lane("x_lane"), i_block("i_block"), i_lane("i_lane");
+    const bool per_call = helper.placement == Placement::PerCall;
+    if (per_call) {
+        Var heads("contraction_heads");
+        out.compute_root().fuse(args[2], args[3], heads).parallel(heads);
+        rows.compute_at(out, heads);
+    } else {
+        out.compute_at(level);
+        rows.compute_at(level);
+    }
+    out.reorder_storage(args[1], args[0], args[2], args[3])
+        .split(args[0], x_block, x_lane, 8, TailStrategy::RoundUp)
+        .split(args[1], i_block, i_lane, vector_width, TailStrategy::RoundUp)
+        .reorder(i_lane, x_lane, i_block, x_block)
+        .vectorize(i_lane)
+        .unroll(x_lane);
+    product.compute_at(out, i_block).reorder_storage(args[1], args[0]).vectorize(args[1]);
+    product.update().reorder(args[1], args[0], helper.channels.x).vectorize(args[1]).unroll(args[0]);
+    rows.reorder_storage(row_args[1], row_args[0], row_args[2], row_args[3])
+        .reorder(row_args[1], row_args[0])
+        .vectorize(row_args[1], vector_width, TailStrategy::GuardWithIf);
+}
+
+void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopLevel &per_chunk, int vector_width,
+                      bool fixed_head_dim) {
     for (HelperStage &helper : s.helpers) {
         Func f = helper.func;
         std::vector<Var> args = f.args();
+        if (helper.is_contraction) {
+            schedule_contraction(helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile, vector_width);
+            continue;
+        }
         if (args.empty()) {  // a per-call scalar
             f.compute_root();
             continue;
@@ -61,17 +100,38 @@ void schedule_helpers(AttentionStages &s, Func output, const OutputLoops &loops,
         switch (helper.placement) {
         case Placement::PerCall:
             f.compute_root();
-            if (args.size() > 1) f.parallel(args.back());
+            if (args.size() >= 4) {
+                Var outer("helper_outer");
+                f.fuse(args[args.size() - 2], args.back(), outer).parallel(outer);
+            } else if (args.size() > 1) {
+                f.parallel(args.back());
+            }
             break;
         case Placement::PerQueryTile:
-            f.compute_at(output, loops.task);
+            f.compute_at(per_tile);
             break;
         case Placement::PerKeyChunk:
-            f.compute_at(chunk_level(s));
+            f.compute_at(per_chunk);
             break;
         }
         f.vectorize(args.front(), vector_width, TailStrategy::GuardWithIf);
         for (int u = 0; u < f.num_update_definitions(); u++) {
+            std::vector<RVar> rvars = f.rvars(u);
+            if (rvars.size() == 1 && fixed_head_dim && s.head_dim.as<Internal::IntImm>() &&
+                s.head_dim.as<Internal::IntImm>()->value % vector_width == 0) {
+                // Partial sums per channel lane (contiguous loads of both operands), then one
+                // horizontal sum per output.
+                RVar channel_block("channel_block"), channel_lane("channel_lane");
+                Var lane("lane");
+                Func partial = f.update(u).split(rvars[0], channel_block, channel_lane, vector_width).rfactor(channel_lane, lane);
+                partial.compute_at(f, args.front()).vectorize(lane);
+                partial.update().vectorize(lane);
+                if (helper.placement == Placement::PerCall && args.size() >= 4) {
+                    Var outer("helper_update_outer");
+                    f.update(u).fuse(args[args.size() - 2], args.back(), outer).parallel(outer);
+                }
+                continue;
+            }
             // Vectorize the innermost pure dimension of an update when it has one.
             std::vector<Expr> update_args = f.update_args(u);
             if (!update_args.empty() && update_args.front().as<Internal::Variable>() &&
@@ -98,11 +158,19 @@ void schedule_merge(AttentionStages &s, Func output, const OutputLoops &loops, i
     s.row_acc.update().reorder(s.d, s.ii, s.rc).vectorize(s.d, vw, guard);
 }
 
-void schedule_key_transform(AttentionStages &s, int vw) {
+// Transformed keys (RoPE, xPos), once per call. With a fixed head_dim the channel vectors are
+// unrolled, so each vector's pairing (which half, which partner) is a constant: plain loads.
+void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim) {
     if (!s.transforms_key) return;
-    Var g_b("g_b");
+    Var g_b("g_b"), d_block("d_block"), d_lane("d_lane");
     std::vector<Var> args = s.key.args();  // (d, j, g, b)
-    s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b).vectorize(args[0], vw, TailStrategy::GuardWithIf);
+    s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
+    const auto *head_dim = s.head_dim.as<Internal::IntImm>();
+    if (fixed_head_dim && head_dim && head_dim->value % vw == 0) {
+        s.key.split(args[0], d_block, d_lane, vw).vectorize(d_lane).unroll(d_block);
+    } else {
+        s.key.vectorize(args[0], vw, TailStrategy::GuardWithIf);
+    }
 }
 
 void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -174,12 +242,14 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).vectorize(s.d, vw, guard);
     }
     if (s.has_value_term) {
-        s.value_hist.compute_at(per_chunk).vectorize(s.ii, vw, guard);
+        s.value_tails.compute_at(per_chunk).vectorize(s.ii, vw, guard);
+        s.value_tails.update().vectorize(s.ii, vw, guard);
+        s.value_hist.compute_at(per_chunk).reorder_storage(s.ii, s.r).reorder(s.ii, s.r).vectorize(s.ii, vw, guard);
         s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).vectorize(s.d, vw, guard);
     }
 
-    schedule_key_transform(s, vw);
-    schedule_helpers(s, output, loops, vw);
+    schedule_key_transform(s, vw, fixed_head_dim);
+    schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
 }
 
 void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -188,28 +258,46 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const TailStrategy guard = TailStrategy::GuardWithIf;
     schedule_merge(s, output, loops, vw);
 
-    s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
-    const LoopLevel per_chunk = chunk_level(s);
-    if (s.blocking.merge == Merge::TwoPass) {
-        s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
-        if (p.split_keys) s.chunk_state.parallel(s.c);
+    LoopLevel per_chunk = chunk_level(s), per_tile(output, loops.task);
+    if (s.blocking.merge == Merge::TwoPass && p.split_keys) {
+        // Split-K: every (key chunk, query row, head, batch) is one task of one flat parallel loop;
+        // the merge then runs per output row.
+        Var work("work");
+        s.chunk_state.compute_root()
+            .fuse(s.h, s.b, work)
+            .fuse(s.it, work, work)
+            .fuse(s.c, work, work)
+            .parallel(work)
+            .vectorize(s.d, vw, guard);
+        per_chunk = LoopLevel(s.chunk_state, work);
+        per_tile = per_chunk;  // a tile is one row: its per-tile stages are recomputed per chunk
+        s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
+    } else {
+        if (s.blocking.merge == Merge::TwoPass) s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
+        s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
     }
 
-    // One query row: scores are dot products over d, vectorized along d and reduced per key.
+    // One query row: scores are dot products over d, a vector of channels at a time reduced once
+    // per key; the chunk's max and sum reduce a vector of keys at a time.
     s.scores.compute_at(per_chunk).vectorize(s.jj, vw, guard);
     s.qk.compute_at(per_chunk).vectorize(s.jj, vw, guard);
+    RVar outer("outer"), lane("lane");
     if (fixed_head_dim) {
-        RVar d_outer("d_outer"), d_lane("d_lane");
-        Var lane("lane");
-        Func partial = s.qk.update().split(s.rd, d_outer, d_lane, vw).rfactor(d_lane, lane);
-        partial.compute_at(s.qk, s.jj).vectorize(lane);
-        partial.update().vectorize(lane);
+        Var lane_v("lane_v");
+        Func partial = s.qk.update().split(s.rd, outer, lane, vw).rfactor(lane, lane_v);
+        partial.compute_at(s.qk, s.jj).vectorize(lane_v);
+        partial.update().vectorize(lane_v);
+        s.qk.update().atomic().vectorize(lane);
     } else {
         s.qk.update().unscheduled();  // generic head_dim: a plain dot product per key
     }
     s.chunk_max.compute_at(per_chunk);
     s.probs.compute_at(per_chunk).vectorize(s.jj, vw, guard);
     s.chunk_sum.compute_at(per_chunk);
+    if (!s.blocking.trim_chunk_keys && s.blocking.key_chunk % vw == 0) {
+        s.chunk_max.update().split(s.rj, outer, lane, vw).atomic().vectorize(lane);
+        s.chunk_sum.update().split(s.rj, outer, lane, vw).atomic().vectorize(lane);
+    }
     s.chunk_acc.compute_at(per_chunk).vectorize(s.d, vw, guard);
     Var d_block("d_block"), d_lane("d_lane");
     if (fixed_head_dim) {
@@ -218,12 +306,13 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).vectorize(s.d, vw, guard);
     }
     if (s.has_value_term) {
+        s.value_tails.compute_at(per_chunk);
         s.value_hist.compute_at(per_chunk);
         s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).vectorize(s.d, vw, guard);
     }
 
-    schedule_key_transform(s, vw);
-    schedule_helpers(s, output, loops, vw);
+    schedule_key_transform(s, vw, fixed_head_dim);
+    schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim);
 }
 
 }  // namespace

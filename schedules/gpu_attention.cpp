@@ -75,11 +75,13 @@ void own_kernel(Func f) {
 
 void schedule_helpers(AttentionStages &s, const LoopLevel &chunk_level, int lanes) {
     for (HelperStage &helper : s.helpers) {
+        // A contraction's copy stays inline; its product is the stage (operands inline).
+        Func f = helper.is_contraction ? helper.product : helper.func;
         if (helper.placement == Placement::PerCall) {
-            own_kernel(helper.func);
+            own_kernel(f);
         } else {
             // Per-tile rows are recomputed per chunk: shared memory holds only what a chunk needs.
-            block_local(helper.func, chunk_level, lanes);
+            block_local(f, chunk_level, lanes);
         }
     }
     if (s.transforms_key) own_kernel(s.key);
@@ -103,8 +105,9 @@ void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuS
     s.chunk_sum.update().gpu_threads(s.ii);
     block_local(s.chunk_acc, chunk_level, lanes);
     if (s.has_value_term) {
+        s.value_tails.compute_at(chunk_level).gpu_threads(s.ii);
+        s.value_tails.update().gpu_threads(s.ii);
         s.value_hist.compute_at(chunk_level).reorder(s.r, s.ii).gpu_threads(s.r, s.ii);
-        s.value_hist.update().gpu_threads(s.ii);
     }
 }
 

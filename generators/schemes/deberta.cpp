@@ -38,15 +38,17 @@ public:
                                rel);
         row_of_distance_ = helper(Func("deberta_row"), Placement::PerCall);
         row_of_distance_(rel) = clamp(bucketed + span, 0, 2 * span - 1);
-        RDom d(0, p.head_dim, "deberta_d");
+        Var d("d");
+        Func key_table("deberta_key_table"), query_table("deberta_query_table"), keys("deberta_keys");
+        key_table(d, r, h, b) = pos_key(d, r, h);
+        query_table(d, r, h, b) = pos_query(d, r, h);
+        keys(d, j, h, b) = p.k(d, j, p.kv_head(h), b);
         // c2p: q_i . Kr[r] for every row, per query row of a tile.
-        content_to_position_ = helper(Func("deberta_c2p"), Placement::PerQueryTile);
-        content_to_position_(r, i, h, b) = 0.f;
-        content_to_position_(r, i, h, b) += p.q(d, i, h, b) * pos_key(d, r, h);
+        content_to_position_ = contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim,
+                                           Placement::PerQueryTile);
         // p2c: k_j . Qr[r] for every row and key, once per call.
-        position_to_content_ = helper(Func("deberta_p2c"), Placement::PerCall);
-        position_to_content_(r, j, h, b) = 0.f;
-        position_to_content_(r, j, h, b) += p.k(d, j, p.kv_head(h), b) * pos_query(d, r, h);
+        position_to_content_ = contraction("deberta_p2c", keys, p.k_len, query_table, 2 * span, p.head_dim,
+                                           Placement::PerCall);
     }
 
     Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {

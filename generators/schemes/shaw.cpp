@@ -19,12 +19,12 @@ public:
     void setup(const AttentionProblem &p) override {
         clip_ = (p.extent("shaw_keys", 1) - 1) / 2;
         Func keys = p.table("shaw_keys");  // (d, r)
-        Var r("r"), i("i"), h("h"), b("b");
-        RDom d(0, p.head_dim, "shaw_d");
+        Var d("d"), r("r"), h("h"), b("b");
+        Func key_rows("shaw_key_rows");
+        key_rows(d, r, h, b) = keys(d, r);
         // q_i . aK[r] for every table row: (2K+1) x D per query row, far less than q.k.
-        query_dot_keys_ = helper(Func("shaw_q_dot_keys"), Placement::PerQueryTile);
-        query_dot_keys_(r, i, h, b) = 0.f;
-        query_dot_keys_(r, i, h, b) += p.q(d, i, h, b) * keys(d, r);
+        query_dot_keys_ = contraction("shaw_q_dot_keys", p.q, p.q_len, key_rows, 2 * clip_ + 1, p.head_dim,
+                                      Placement::PerQueryTile);
     }
 
     Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {
@@ -34,14 +34,12 @@ public:
     bool has_value_term() const override { return true; }
 
     ValueTerm value_term(const AttentionProblem &p) const override {
+        (void)p;
         Func values = p.table("shaw_values");
         Var d("d"), r("r"), h("h"), b("b");
         Func table("shaw_value_rows");
         table(d, r, h, b) = values(d, r);
-        Expr clip = clip_;
-        return {table, 2 * clip_ + 1, [p, clip](const Expr &i, const Expr &j) {
-                    return clamp(j - p.query_position(i), -clip, clip) + clip;
-                }};
+        return {table, clip_};
     }
 
 private:

@@ -22,11 +22,12 @@ public:
     void setup(const AttentionProblem &p) override {
         Func r_rows = p.table("txl_r");  // (d, t, h)
         Func v_bias = p.table("txl_v");  // (d, h)
-        Var t("t"), i("i"), h("h"), b("b");
-        RDom d(0, p.head_dim, "txl_d");
-        position_scores_ = helper(Func("txl_position_scores"), Placement::PerQueryTile);
-        position_scores_(t, i, h, b) = 0.f;
-        position_scores_(t, i, h, b) += (p.q(d, i, h, b) + v_bias(d, h)) * r_rows(d, t, h);
+        Var d("d"), t("t"), i("i"), h("h"), b("b");
+        Func query_plus_v("txl_q_plus_v"), relative("txl_relative");
+        query_plus_v(d, i, h, b) = p.q(d, i, h, b) + v_bias(d, h);
+        relative(d, t, h, b) = r_rows(d, t, h);
+        position_scores_ = contraction("txl_position_scores", query_plus_v, p.q_len, relative, p.k_len, p.head_dim,
+                                       Placement::PerQueryTile);
     }
 
     Func transform_query(const AttentionProblem &p, const Func &q) const override {

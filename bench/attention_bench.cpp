@@ -1,0 +1,284 @@
+// attngen-bench: Google Benchmark suite of attngen's fused CPU kernels against unfused baselines.
+//
+//   probe/...                         machine probes (OpenBLAS sgemm and streaming read, 2 threads);
+//                                     also run before anything else, for the percent-of-peak counters
+//   attngen/<scheme>/<mask>/<shape>   the fused kernel (attngen::attention, device CPU)
+//   openblas/<scheme>/<mask>/<shape>  unfused: per-head sgemm, dense positional bias, softmax, sgemm
+//   onednn/<scheme>/<mask>/<shape>    unfused with oneDNN batched matmul + softmax primitives
+//   naive/<scheme>/<mask>/<shape>     straightforward loops, one thread (small shapes and decode)
+//
+// shape = BxHxLqxLkxD. Every implementation is validated once per configuration against a double
+// reference on a few rows before it is timed (SkipWithError on mismatch). Counters: GFLOP/s,
+// GFLOP/s_with_extra (Shaw, TXL, DeBERTa), pct_sgemm_peak, and for decode GB/s and pct_read_bw;
+// max_err is the validation's max abs error. Times are wall-clock (UseRealTime).
+//
+// Extra flags (before Google Benchmark's): --attngen_probe_reps=N (default 5),
+// --attngen_probe_mib=N (read-probe buffer, default 512), --attngen_ftz=1 (flush denormals to zero
+// and treat denormal inputs as zero in every thread: set in the main thread's MXCSR before any thread
+// is created, so OpenBLAS, oneDNN's OpenMP and Halide's threads inherit it; default off).
+#include "attngen/attngen.hpp"
+#include "bench_problem.h"
+#include "naive.h"
+#include "onednn_baseline.h"
+#include "probes.h"
+#include "unfused.h"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdio>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attngen_bench {
+namespace {
+
+enum class Impl { Attngen, Openblas, Onednn, Naive };
+
+const char *impl_name(Impl impl) {
+    switch (impl) {
+        case Impl::Attngen: return "attngen";
+        case Impl::Openblas: return "openblas";
+        case Impl::Onednn: return "onednn";
+        case Impl::Naive: return "naive";
+    }
+    return "?";
+}
+
+// Shapes (B, H, Hkv, Lq, Lk, D); Hkv = H (multi-head attention) everywhere.
+const std::vector<Shape> &shapes() {
+    static const std::vector<Shape> list = {
+        {1, 8, 8, 512, 512, 64},     {1, 8, 8, 2048, 2048, 64}, {1, 16, 16, 1024, 1024, 128},
+        {4, 8, 8, 256, 256, 64},     {1, 32, 32, 1, 4096, 128},  // decode
+    };
+    return list;
+}
+
+// The naive baseline runs only on the small shapes and decode.
+bool naive_runs(const Shape &s) {
+    return s.decode() || double(s.batch) * s.heads * s.q_len * s.k_len <= 8.0 * 512 * 512;
+}
+
+void set_counters(benchmark::State &state, const Config &c, double max_err) {
+    using benchmark::Counter;
+    const ProbeResults &probe = probes();
+    const double f = flops(c);
+    state.counters["GFLOP/s"] = Counter(f * 1e-9, Counter::kIsIterationInvariantRate);
+    if (has_extra_flops(c.scheme))
+        state.counters["GFLOP/s_with_extra"] = Counter(flops_with_extra(c) * 1e-9, Counter::kIsIterationInvariantRate);
+    if (probe.sgemm_peak_gflops() > 0)
+        state.counters["pct_sgemm_peak"] =
+            Counter(f * 1e-9 / probe.sgemm_peak_gflops() * 100.0, Counter::kIsIterationInvariantRate);
+    if (c.shape.decode()) {
+        const double bytes = kv_bytes(c);
+        state.counters["GB/s"] = Counter(bytes * 1e-9, Counter::kIsIterationInvariantRate);
+        if (probe.read_gbs > 0)
+            state.counters["pct_read_bw"] = Counter(bytes * 1e-9 / probe.read_gbs * 100.0, Counter::kIsIterationInvariantRate);
+    }
+    state.counters["max_err"] = Counter(max_err);
+}
+
+// Validation results per benchmark name: each configuration is validated on the first call only.
+std::map<std::string, Check> &validated() {
+    static std::map<std::string, Check> results;
+    return results;
+}
+
+void bench_attention(benchmark::State &state, Impl impl, Config c) {
+    std::shared_ptr<const Problem> problem;
+    try {
+        problem = cached_problem(c);
+    } catch (const std::exception &e) {
+        state.SkipWithError((std::string("set-up failed: ") + e.what()).c_str());
+        return;
+    }
+    const Problem &p = *problem;
+    const std::string key = std::string(impl_name(impl)) + "/" + c.name();
+    std::vector<float> out(p.q_size(), std::numeric_limits<float>::quiet_NaN());
+
+    std::function<void()> call;
+    std::string label;
+    std::unique_ptr<OpenblasAttention> openblas;
+    std::unique_ptr<OnednnAttention> onednn;
+    attngen_attention_desc desc{};
+    attngen::Tensor q_t{}, k_t{}, v_t{}, o_t{};
+    attngen::Status status;
+    try {
+        switch (impl) {
+            case Impl::Attngen: {
+                desc = make_desc(p);
+                q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
+                k_t = attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D});
+                v_t = attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D});
+                o_t = attngen::tensor(out.data(), {p.B, p.H, p.Lq, p.D});
+                attngen::RunInfo info{};
+                status = attngen::attention(q_t, k_t, v_t, o_t, desc, &info);
+                if (!status) {
+                    state.SkipWithError(("attngen failed: " + status.message).c_str());
+                    return;
+                }
+                label = std::string(info.kernel) + " | " + info.cpu_target;
+                call = [&] { status = attngen::attention(q_t, k_t, v_t, o_t, desc); };
+                break;
+            }
+            case Impl::Openblas:
+                openblas = std::make_unique<OpenblasAttention>(p);
+                label = openblas->label();
+                call = [&] { openblas->run(out.data()); };
+                openblas->run(out.data());
+                break;
+            case Impl::Onednn:
+                onednn = std::make_unique<OnednnAttention>(p);
+                label = onednn->label();
+                call = [&] { onednn->run(out.data()); };
+                onednn->run(out.data());
+                break;
+            case Impl::Naive:
+                label = "naive loops, 1 thread, float32";
+                call = [&] { naive_attention(p, out.data()); };
+                if (!validated().count(key)) naive_attention(p, out.data());
+                break;
+        }
+    } catch (const std::exception &e) {
+        state.SkipWithError((std::string(impl_name(impl)) + " failed: " + e.what()).c_str());
+        return;
+    }
+
+    // The first run (above) is the warm-up; the first call of a configuration validates it.
+    auto known = validated().find(key);
+    if (known == validated().end()) {
+        known = validated().emplace(key, check_output(p, out.data())).first;
+    }
+    const Check &check = known->second;
+    if (!check.ok) {
+        state.SkipWithError(("validation failed (max abs err " + std::to_string(check.max_abs) + "): " + check.text).c_str());
+        return;
+    }
+
+    for (auto _ : state) {
+        call();
+        benchmark::ClobberMemory();
+    }
+    if (!status) {
+        state.SkipWithError(("attngen failed: " + status.message).c_str());
+        return;
+    }
+    set_counters(state, c, check.max_abs);
+    state.SetLabel(label);
+}
+
+void bench_probe_sgemm(benchmark::State &state, int n) {
+    for (auto _ : state) state.SetIterationTime(time_sgemm_once(n));
+    const ProbeResults &probe = probes();
+    using benchmark::Counter;
+    state.counters["GFLOP/s"] = Counter(2.0 * n * double(n) * n * 1e-9, Counter::kIsIterationInvariantRate);
+    state.counters["best_GFLOP/s"] = n == 1024 ? probe.sgemm_1024_gflops : probe.sgemm_2048_gflops;
+    state.SetLabel("OpenBLAS sgemm, 2 threads; best_GFLOP/s: best of the start-up probe, the pct_sgemm_peak reference");
+}
+
+void bench_probe_read(benchmark::State &state, std::size_t mib) {
+    time_read_once(mib << 20);  // allocation and first touch
+    for (auto _ : state) state.SetIterationTime(time_read_once(mib << 20));
+    release_read_buffer();
+    using benchmark::Counter;
+    state.counters["GB/s"] = Counter(double(mib << 20) * 1e-9, Counter::kIsIterationInvariantRate);
+    state.counters["best_GB/s"] = probes().read_gbs;
+    state.SetLabel("float sum, 2 std::threads; best_GB/s: best of the start-up probe, the pct_read_bw reference");
+}
+
+void register_benchmarks(std::size_t probe_mib) {
+    benchmark::RegisterBenchmark("probe/sgemm_2threads/1024", bench_probe_sgemm, 1024)
+        ->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("probe/sgemm_2threads/2048", bench_probe_sgemm, 2048)
+        ->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("probe/read_2threads/" + std::to_string(probe_mib) + "MiB").c_str(), bench_probe_read,
+                                 probe_mib)
+        ->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+    for (const Shape &shape : shapes())
+        for (SchemeId scheme : all_schemes())
+            for (bool causal : {true, false}) {
+                const Config c{scheme, causal, shape};
+                for (Impl impl : {Impl::Attngen, Impl::Openblas, Impl::Onednn, Impl::Naive}) {
+                    if (impl == Impl::Naive && !naive_runs(shape)) continue;
+                    const std::string name = std::string(impl_name(impl)) + "/" + c.name();
+                    auto *b = benchmark::RegisterBenchmark(name.c_str(), bench_attention, impl, c);
+                    b->UseRealTime()->Unit(benchmark::kMillisecond);
+                    if (impl == Impl::Naive) b->Iterations(1);
+                }
+            }
+}
+
+// Removes --attngen_<name>=value from argv; returns the value or `fallback`.
+long take_flag(int *argc, char **argv, const char *name, long fallback) {
+    const std::string prefix = std::string("--attngen_") + name + "=";
+    long value = fallback;
+    int out = 1;
+    for (int in = 1; in < *argc; in++) {
+        if (std::strncmp(argv[in], prefix.c_str(), prefix.size()) == 0) {
+            value = std::strtol(argv[in] + prefix.size(), nullptr, 10);
+        } else {
+            argv[out++] = argv[in];
+        }
+    }
+    *argc = out;
+    argv[out] = nullptr;
+    return value;
+}
+
+bool has_arg(int argc, char **argv, const char *prefix) {
+    for (int i = 1; i < argc; i++)
+        if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) return true;
+    return false;
+}
+
+}  // namespace
+}  // namespace attngen_bench
+
+int main(int argc, char **argv) {
+    using namespace attngen_bench;
+    const long probe_reps = take_flag(&argc, argv, "probe_reps", 5);
+    const long probe_mib = take_flag(&argc, argv, "probe_mib", 512);
+    const long ftz = take_flag(&argc, argv, "ftz", 0);
+    if (ftz != 0) {
+#if defined(__SSE__)
+        _mm_setcsr(_mm_getcsr() | 0x8040);  // FTZ (bit 15) | DAZ (bit 6)
+        benchmark::AddCustomContext("ftz_daz", "on");
+#else
+        std::fprintf(stderr, "attngen-bench: --attngen_ftz is only supported on x86\n");
+        return 1;
+#endif
+    }
+    const bool listing = has_arg(argc, argv, "--benchmark_list_tests");
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (probe_reps < 1 || probe_mib < 1) {
+        std::fprintf(stderr, "attngen-bench: --attngen_probe_reps and --attngen_probe_mib must be >= 1\n");
+        return 1;
+    }
+
+    if (!listing) {
+        const ProbeResults &probe = run_probes(int(probe_reps), std::size_t(probe_mib));
+        benchmark::AddCustomContext("probe_sgemm_1024_2threads_gflops", std::to_string(probe.sgemm_1024_gflops));
+        benchmark::AddCustomContext("probe_sgemm_2048_2threads_gflops", std::to_string(probe.sgemm_2048_gflops));
+        benchmark::AddCustomContext("probe_sgemm_peak_gflops", std::to_string(probe.sgemm_peak_gflops()));
+        benchmark::AddCustomContext("probe_read_2threads_gbs", std::to_string(probe.read_gbs));
+        benchmark::AddCustomContext("probe_read_mib", std::to_string(probe.read_mib));
+        benchmark::AddCustomContext("openblas_config", openblas_get_config());
+    }
+    openblas_set_num_threads(1);  // the baselines parallelize over heads themselves
+    register_benchmarks(std::size_t(probe_mib));
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,29 @@
+// attngen-bench: machine probes, run first in the process: OpenBLAS sgemm with 2 threads (the compute
+// reference for pct_sgemm_peak) and a 2-thread streaming read (the bandwidth reference for pct_read_bw).
+#pragma once
+
+#include <cstddef>
+
+namespace attngen_bench {
+
+struct ProbeResults {
+    double sgemm_1024_gflops = 0, sgemm_2048_gflops = 0;  // best of the repetitions
+    double read_gbs = 0;                                    // best of the repetitions (1e9 bytes/s)
+    std::size_t read_mib = 0;
+    int repetitions = 0;
+    double sgemm_peak_gflops() const { return sgemm_1024_gflops > sgemm_2048_gflops ? sgemm_1024_gflops : sgemm_2048_gflops; }
+};
+
+// Runs all probes (best of `repetitions` each) and stores the results (probes()).
+// OpenBLAS is left single-threaded afterwards.
+const ProbeResults &run_probes(int repetitions, std::size_t read_mib);
+const ProbeResults &probes();
+
+constexpr int kProbeThreads = 2;
+// One timed sgemm C = A B of n x n with kProbeThreads OpenBLAS threads, in seconds.
+double time_sgemm_once(int n);
+// One timed sum of `bytes` of floats by kProbeThreads std::threads, in seconds (buffer kept between calls).
+double time_read_once(std::size_t bytes);
+void release_read_buffer();
+
+}  // namespace attngen_bench
