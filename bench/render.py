@@ -119,9 +119,14 @@ def markdown(context, table, probes, source):
     lines.append(f"# attngen-bench results ({os.path.basename(source)})")
     lines.append("")
     info = []
-    for key in ("date", "host_name", "num_cpus", "mhz_per_cpu", "library_build_type"):
+    for key in ("date", "host_name", "num_cpus", "mhz_per_cpu"):
         if key in context:
             info.append(f"{key} {context[key]}")
+    for cache in context.get("caches", []):
+        if cache.get("level") == 3 and cache.get("size"):
+            info.append(f"L3 {cache['size'] // (1 << 20)} MiB")
+    if context.get("ftz_daz"):
+        info.append(f"FTZ/DAZ {context['ftz_daz']}")
     if info:
         lines.append("Machine: " + ", ".join(str(x) for x in info) + ".")
     sgemm = context.get("probe_sgemm_peak_gflops")
@@ -190,7 +195,7 @@ def chart(table, path):
     colors = {"attngen": "#1f77b4", "openblas": "#ff7f0e", "onednn": "#2ca02c", "naive": "#7f7f7f"}
     for ax, shape in zip(axes[:, 0], shapes):
         keys = [k for k in table if k[2] == shape]
-        labels = [f"{s}\n{m}" for (s, m, _) in keys]
+        labels = [f"{s.replace('_interleaved', '_inter')}\n{m}" for (s, m, _) in keys]
         present = [impl for impl in IMPLS if any(impl in table[k] for k in keys)]
         width = 0.8 / max(len(present), 1)
         for n, impl in enumerate(present):

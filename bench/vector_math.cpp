@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define ATTNGEN_BENCH_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
 #else
 #define ATTNGEN_BENCH_CLONES

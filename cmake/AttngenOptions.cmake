@@ -15,6 +15,13 @@ endif ()
 set(ATTNGEN_CPU_TARGETS "${_attngen_default_cpu_targets}" CACHE STRING
     "Halide targets of the CPU kernel library, most capable first (runtime dispatch picks the first the CPU supports)")
 
+# Tuned schedules for the CPU kernels: the file of the first CPU target (attngen-tune writes it).
+list(GET ATTNGEN_CPU_TARGETS 0 _attngen_first_target)
+set(ATTNGEN_TUNED_FILE "${PROJECT_SOURCE_DIR}/schedules/tuned/${_attngen_first_target}.json" CACHE FILEPATH
+    "Tuned CPU schedule parameters (schedules/tuned/<target>.json); missing entries use the hand schedule")
+option(ATTNGEN_USE_TUNED "Generate CPU kernels with the tuned schedule parameters" ON)
+
+option(ATTNGEN_BF16 "Generate bfloat16 CPU kernels (bf16 q/k/v/out, fp32 math)" ON)
 option(ATTNGEN_OPENCL "Generate OpenCL kernels (run on PoCL in the tests)" ON)
 option(ATTNGEN_CUDA "Generate CUDA kernels (compiled here; run where an NVIDIA GPU is present)" ON)
 set(ATTNGEN_CUDA_CAPABILITY "cuda_capability_86" CACHE STRING "Halide CUDA capability feature (86 is Halide 14's highest)")

@@ -39,20 +39,27 @@ public:
     GeneratorParam<int> pv_block_rows{"pv_block_rows", 0};
     GeneratorParam<int> vector_width{"vector_width", 0};
     GeneratorParam<int> split_keys{"split_keys", -1};
+    GeneratorParam<int> trim_chunk_keys{"trim_chunk_keys", -1};
     GeneratorParam<int> gpu_threads_d{"gpu_threads_d", 0};
     // Merge of the key chunks: twopass (default) or online; empty keeps the schedule's choice.
     GeneratorParam<std::string> merge{"merge", ""};
 
-    Input<Buffer<float>> q{"q", 4};
-    Input<Buffer<float>> k{"k", 4};
-    Input<Buffer<float>> v{"v", 4};
+    // Element type of q, k, v and the output: f32, or bf16 (storage only: fp32 math, fp32 softmax).
+    GeneratorParam<std::string> dtype{"dtype", "f32"};
+
+    Input<Buffer<>> q{"q", 4};
+    Input<Buffer<>> k{"k", 4};
+    Input<Buffer<>> v{"v", 4};
     Input<Buffer<int32_t>> kv_len{"kv_len", 1};
     Input<float> scale{"scale"};
     Input<int32_t> mask_kind{"mask_kind"};
     Input<int32_t> window{"window"};
-    Output<Buffer<float>> out{"out", 4};
+    Output<Buffer<>> out{"out", 4};
 
     void configure() {
+        const Type element = element_type();
+        for (Input<Buffer<>> *input : {&q, &k, &v}) input->set_type(element);
+        out.set_type(element);
         std::unique_ptr<Scheme> probe = make_scheme(scheme, parse_scheme_options(scheme_options));
         for (const InputSpec &spec : probe->inputs()) {
             if (spec.dimensions == 0) {
@@ -78,7 +85,7 @@ public:
     void schedule() {
         // Dense inputs (d innermost, zero-based) and an output shaped like q; the runtime packs
         // other strides before calling.
-        for (Input<Buffer<float>> *input : {&q, &k, &v}) {
+        for (Input<Buffer<>> *input : {&q, &k, &v}) {
             input->dim(0).set_min(0).set_stride(1);
             for (int dim = 1; dim < 4; dim++) input->dim(dim).set_min(0);
         }
@@ -99,6 +106,12 @@ public:
     }
 
 private:
+    Type element_type() const {
+        if (dtype.value() == "f32") return Float(32);
+        if (dtype.value() == "bf16") return BFloat(16);
+        throw std::runtime_error("attngen: dtype must be f32 or bf16, got '" + dtype.value() + "'");
+    }
+
     CpuScheduleParams cpu_params() const {
         const ShapeClass shape = parse_shape_class(shape_class);
         CpuScheduleParams params = default_cpu_params(shape);
@@ -111,6 +124,7 @@ private:
         if (pv_block_rows > 0) params.pv_block_rows = pv_block_rows;
         if (vector_width > 0) params.vector_width = vector_width;
         if (split_keys >= 0) params.split_keys = split_keys != 0;
+        if (trim_chunk_keys >= 0) params.blocking.trim_chunk_keys = trim_chunk_keys != 0;
         if (!merge.value().empty()) params.blocking.merge = parse_merge(merge);
         return params;
     }

@@ -18,11 +18,12 @@ std::vector<InputSpec> attention_core_inputs() {
 
 namespace {
 
-// An input as a Func; in fast paths the channel index is clamped to the runtime head_dim.
+// An input as a float Func (bf16 storage is widened on load); in fast paths the channel index is
+// clamped to the runtime head_dim.
 Func channel_clamped(const ImageParam &param, const Expr &runtime_head_dim, bool clamp, const std::string &name) {
     Var d("d"), x("x"), y("y"), z("z");
     Func f(name);
-    f(d, x, y, z) = param(clamp ? min(d, runtime_head_dim - 1) : Expr(d), x, y, z);
+    f(d, x, y, z) = cast<float>(param(clamp ? min(d, runtime_head_dim - 1) : Expr(d), x, y, z));
     return f;
 }
 
@@ -30,11 +31,11 @@ Func channel_clamped(const ImageParam &param, const Expr &runtime_head_dim, bool
 
 AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const std::string &scheme_name,
                                             const SchemeOptions &options, const Blocking &blocking,
-                                            const std::vector<int> &fast_head_dims) {
+                                            const std::vector<int> &fast_head_dims, bool generic) {
     AttentionPipeline pipeline;
     pipeline.head_dim = in.q.dim(0).extent();
     pipeline.head_dims = fast_head_dims;
-    pipeline.head_dims.push_back(0);
+    if (generic || fast_head_dims.empty()) pipeline.head_dims.push_back(0);
 
     Func kv_len("kv_len_in");
     Var b("b");
@@ -63,11 +64,11 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
     // conditions so each branch computes exactly one variant.
     Var d("d"), i("i"), h("h");
     Expr value = pipeline.variants.back().output(d, i, h, b);
-    for (int n = int(fast_head_dims.size()) - 1; n >= 0; n--) {
-        value = select(pipeline.head_dim == fast_head_dims[n], pipeline.variants[n].output(d, i, h, b), value);
+    for (int n = int(pipeline.head_dims.size()) - 2; n >= 0; n--) {
+        value = select(pipeline.head_dim == pipeline.head_dims[n], pipeline.variants[n].output(d, i, h, b), value);
     }
     pipeline.output = Func("attention_out");
-    pipeline.output(d, i, h, b) = value;
+    pipeline.output(d, i, h, b) = cast(in.q.type(), value);  // bf16 outputs round to nearest even
     return pipeline;
 }
 

@@ -114,7 +114,10 @@ public:
 protected:
     // Registers a helper Func for the schedule; returns it for convenience.
     Halide::Func helper(Halide::Func f, Placement placement) const {
-        helpers_.push_back({f, placement});
+        HelperStage stage;
+        stage.func = f;
+        stage.placement = placement;
+        helpers_.push_back(stage);
         return f;
     }
 

@@ -38,6 +38,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     for (int fixed : pipeline.head_dims) {
         if (fixed > 0) pipeline.output.specialize(pipeline.head_dim == fixed);
     }
+    if (pipeline.head_dims.back() != 0) pipeline.output.specialize_fail("attngen: no variant for this head_dim");
 }
 
 void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target) {

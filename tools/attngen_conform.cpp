@@ -285,18 +285,41 @@ AttentionRun prepare_attention(const GoldenCase &c, attngen_scheme scheme, attng
     return run;
 }
 
+// Element type of the attention calls (--dtype): bf16 rounds q, k, v to bfloat16 and compares the
+// bfloat16 output with the float32 reference at the bf16 tolerance: rounding q and k to 8
+// significant bits perturbs a logit by up to ~|q||k| 2^-8, a few 1e-2 of output for unscaled (T5) logits.
+bool g_bf16 = false;
+constexpr double kBf16Tolerance = 5e-2;
+
 std::vector<float> execute(AttentionRun &run, Report &report) {
     const Shape &s = run.shape;
     attngen_run_info info{};
-    attngen::Status status = attngen::attention(
-        attngen::tensor(run.q.data(), {s.batch, s.heads, s.q_len, s.head_dim}),
-        attngen::tensor(run.k.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
-        attngen::tensor(run.v.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
-        attngen::tensor(run.out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc, &info);
+    attngen::Status status;
+    if (g_bf16) {
+        auto to_bf16 = [](const std::vector<float> &x) {
+            std::vector<uint16_t> bits(x.size());
+            for (size_t n = 0; n < x.size(); n++) bits[n] = attngen::to_bf16(x[n]);
+            return bits;
+        };
+        std::vector<uint16_t> q = to_bf16(run.q), k = to_bf16(run.k), v = to_bf16(run.v), out(run.out.size());
+        status = attngen::attention(attngen::bf16_tensor(q.data(), {s.batch, s.heads, s.q_len, s.head_dim}),
+                                    attngen::bf16_tensor(k.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
+                                    attngen::bf16_tensor(v.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
+                                    attngen::bf16_tensor(out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc, &info);
+        for (size_t n = 0; n < out.size(); n++) run.out[n] = attngen::from_bf16(out[n]);
+    } else {
+        status = attngen::attention(attngen::tensor(run.q.data(), {s.batch, s.heads, s.q_len, s.head_dim}),
+                                    attngen::tensor(run.k.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
+                                    attngen::tensor(run.v.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
+                                    attngen::tensor(run.out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc, &info);
+    }
     require_ok(status, "attention");
     report.notes.push_back(std::string(info.kernel));
     return run.out;
 }
+
+// The tolerance of an attention output check: the case's (float32) or bfloat16's.
+double out_tolerance(double f32_tolerance) { return g_bf16 ? std::max(f32_tolerance, kBf16Tolerance) : f32_tolerance; }
 
 // Position ids tensor [batch, len] (or [1, len] / [len], broadcast over batch).
 std::vector<int32_t> position_ids(const GoldenCase &c, const std::string &name, int64_t batch, int64_t length) {
@@ -316,7 +339,7 @@ constexpr double kTolerance = 1e-4;
 
 void run_sdpa(const GoldenCase &c, attngen_device device, Report &report) {
     AttentionRun run = prepare_attention(c, ATTNGEN_SCHEME_SDPA, device, report);
-    expect_close(report, "out", execute(run, report), c.at("out"), kTolerance, kTolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
@@ -376,8 +399,8 @@ void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
         expect_close(report, "alibi_bias_rel", got, c.at("alibi_bias_rel"), 1e-5, kTolerance);
     }
     std::vector<float> out = execute(run, report);
-    expect_close(report, "out", out, c.at("out"), kTolerance, kTolerance);
-    if (c.has("out_bloom")) expect_close(report, "out_bloom", out, c.at("out_bloom"), kTolerance, kTolerance);
+    expect_close(report, "out", out, c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    if (c.has("out_bloom")) expect_close(report, "out_bloom", out, c.at("out_bloom"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 void run_sinusoidal(const GoldenCase &c, attngen_device, Report &report) {
@@ -466,7 +489,7 @@ void run_t5(const GoldenCase &c, attngen_device device, Report &report) {
         }
         expect_equal_ints(report, "bucket", got, c.at("bucket"));
     }
-    expect_close(report, "out", execute(run, report), c.at("out"), kTolerance, kTolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 // RoPE parameters of a case: pairing, rot_dim, base and scaling, from params or the case name.
@@ -584,7 +607,7 @@ void run_rope(const GoldenCase &c, attngen_device device, Report &report) {
     run.desc.rope = rope;
     run.desc.q_positions = run.int_table(q_ids, {s.batch, s.q_len});
     run.desc.k_positions = run.int_table(k_ids, {s.batch, s.k_len});
-    expect_close(report, "out", execute(run, report), c.at("out"), tolerance, tolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(tolerance), out_tolerance(tolerance));
 }
 
 void run_xpos(const GoldenCase &c, attngen_device device, Report &report) {
@@ -612,7 +635,7 @@ void run_xpos(const GoldenCase &c, attngen_device device, Report &report) {
         expect_close(report, name, rotated, c.at(name), kTolerance, kTolerance);
     }
     run.desc.xpos_scale_base = scale_base;
-    expect_close(report, "out", execute(run, report), c.at("out"), kTolerance, kTolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 // A [2K+1, head_dim] float32 table whose name mentions one of `words` (Shaw's key / value tables).
@@ -637,7 +660,7 @@ void run_shaw(const GoldenCase &c, attngen_device device, Report &report) {
     run.desc.shaw_keys = run.table(c.at(*keys));
     if (values) run.desc.shaw_values = run.table(c.at(*values));
     report.notes.push_back("K=" + std::to_string((c.at(*keys).shape[0] - 1) / 2));
-    expect_close(report, "out", execute(run, report), c.at("out"), kTolerance, kTolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 std::string first_tensor(const GoldenCase &c, const std::vector<std::string> &names) {
@@ -653,7 +676,7 @@ void run_txl(const GoldenCase &c, attngen_device device, Report &report) {
     run.desc.txl_u = run.table(c.at(first_tensor(c, {"r_w_bias", "u", "txl_u"})));
     run.desc.txl_v = run.table(c.at(first_tensor(c, {"r_r_bias", "v_bias", "txl_v"})));
     report.notes.push_back("mem " + std::to_string(run.shape.k_len - run.shape.q_len));
-    expect_close(report, "out", execute(run, report), c.at("out"), kTolerance, kTolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 void run_deberta(const GoldenCase &c, attngen_device device, Report &report) {
@@ -705,7 +728,7 @@ void run_deberta(const GoldenCase &c, attngen_device device, Report &report) {
     }
     if (c.has("relative_position")) expect_equal_ints(report, "relative_position", relative, c.at("relative_position"));
     if (c.has("c2p_index")) expect_equal_ints(report, "c2p_index", index, c.at("c2p_index"));
-    expect_close(report, "out", execute(run, report), c.at("out"), kTolerance, kTolerance);
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 using Handler = std::function<void(const GoldenCase &, attngen_device, Report &)>;
@@ -736,9 +759,10 @@ GoldenCase load_case(const fs::path &path) {
 }
 
 int usage() {
-    std::cerr << "usage: attngen-conform [--device cpu|opencl|cuda|auto] [--filter SUBSTRING] DIR...\n"
+    std::cerr << "usage: attngen-conform [--device cpu|opencl|cuda|auto] [--dtype f32|bf16] [--filter SUBSTRING] DIR...\n"
                  "Runs every golden case (*.json) under each DIR; prints one line per case and\n"
-                 "'N passed, M failed'; exits 1 when any case fails.\n";
+                 "'N passed, M failed'; exits 1 when any case fails. --dtype bf16 runs attention on\n"
+                 "bfloat16 q/k/v/out (fp32 math) and checks outputs at atol = rtol = 5e-2.\n";
     return 2;
 }
 
@@ -757,6 +781,10 @@ int main(int argc, char **argv) {
             else if (name == "cuda") device = ATTNGEN_DEVICE_CUDA;
             else if (name == "auto") device = ATTNGEN_DEVICE_AUTO;
             else return usage();
+        } else if (arg == "--dtype" && n + 1 < argc) {
+            const std::string name = argv[++n];
+            if (name != "f32" && name != "bf16") return usage();
+            g_bf16 = name == "bf16";
         } else if (arg == "--filter" && n + 1 < argc) {
             filter = argv[++n];
         } else if (arg == "-h" || arg == "--help") {

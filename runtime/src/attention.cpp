@@ -35,14 +35,16 @@ std::string dim_value(const char *name, int64_t value) { return std::string(name
 // q, k, v, out: shapes, head counts, head_dim range, aliasing.
 Dims check_core_tensors(const attngen_tensor *q, const attngen_tensor *k, const attngen_tensor *v,
                         const attngen_tensor *out) {
-    check_tensor(q, "q", ATTNGEN_FLOAT32, {"batch", "heads", "q_len", "head_dim"});
+    // q decides the element type (float32 or bfloat16); k, v and out must share it.
+    const attngen_dtype dtype = q && q->dtype == ATTNGEN_BFLOAT16 ? ATTNGEN_BFLOAT16 : ATTNGEN_FLOAT32;
+    check_tensor(q, "q", dtype, {"batch", "heads", "q_len", "head_dim"});
     Dims dims{q->shape[0], q->shape[1], 0, q->shape[2], 0, q->shape[3]};
-    check_tensor(k, "k", ATTNGEN_FLOAT32, {"batch", "kv_heads", "k_len", "head_dim"}, {dims.batch, -1, -1, dims.head_dim});
+    check_tensor(k, "k", dtype, {"batch", "kv_heads", "k_len", "head_dim"}, {dims.batch, -1, -1, dims.head_dim});
     dims.kv_heads = k->shape[1];
     dims.k_len = k->shape[2];
-    check_tensor(v, "v", ATTNGEN_FLOAT32, {"batch", "kv_heads", "k_len", "head_dim"},
+    check_tensor(v, "v", dtype, {"batch", "kv_heads", "k_len", "head_dim"},
                  {dims.batch, dims.kv_heads, dims.k_len, dims.head_dim});
-    check_tensor(out, "out", ATTNGEN_FLOAT32, {"batch", "heads", "q_len", "head_dim"},
+    check_tensor(out, "out", dtype, {"batch", "heads", "q_len", "head_dim"},
                  {dims.batch, dims.heads, dims.q_len, dims.head_dim});
     if (dims.head_dim < 1 || dims.head_dim > kMaxHeadDim) {
         invalid("head_dim (q dimension 3) is " + std::to_string(dims.head_dim) + ", supported 1.." +
@@ -262,11 +264,13 @@ void run(const std::string &scheme, const std::string &options, const attngen_at
          const attngen_tensor *out, KernelArguments &args, attngen_run_info *info) {
     if (dims.batch == 0 || dims.heads == 0 || dims.q_len == 0) return;
     const std::string shape = dims.q_len == 1 ? "decode" : "prefill";
-    const std::string device = resolve_device(desc.device, scheme, options, shape);
-    const KernelEntry *kernel = find_attention_kernel(scheme, options, shape, device);
+    const std::string dtype = out->dtype == ATTNGEN_BFLOAT16 ? "bf16" : "f32";
+    const std::string device = resolve_device(desc.device, scheme, options, shape, dtype);
+    const KernelEntry *kernel = find_attention_kernel(scheme, options, shape, device, dtype);
     if (!kernel) {
         fail(ATTNGEN_ERROR_UNSUPPORTED, "no kernel for scheme '" + scheme + "'" + (options.empty() ? "" : " (" + options + ")") +
-                                            ", shape class " + shape + ", device " + device + " in this build");
+                                            ", shape class " + shape + ", " + dtype + ", device " + device +
+                                            " in this build");
     }
     if (dims.k_len == 0) {
         // No keys: every row is fully masked, so the output is zero.

@@ -172,11 +172,11 @@ bool opencl_any_present() {
 }  // namespace
 
 const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
-                                         const std::string &shape, const std::string &device) {
+                                         const std::string &shape, const std::string &device, const std::string &dtype) {
     for (int n = 0; n < kKernelCount; n++) {
         const KernelEntry &k = kKernelTable[n];
         if (std::string(k.kind) == "attention" && scheme == k.scheme && options == k.options && shape == k.shape &&
-            device == k.device) {
+            device == k.device && dtype == k.dtype) {
             return &k;
         }
     }
@@ -192,8 +192,8 @@ const KernelEntry *find_op_kernel(const std::string &op, const std::string &devi
 }
 
 std::string resolve_device(attngen_device device, const std::string &scheme, const std::string &options,
-                           const std::string &shape) {
-    auto built = [&](const char *name) { return find_attention_kernel(scheme, options, shape, name) != nullptr; };
+                           const std::string &shape, const std::string &dtype) {
+    auto built = [&](const char *name) { return find_attention_kernel(scheme, options, shape, name, dtype) != nullptr; };
     switch (device) {
     case ATTNGEN_DEVICE_AUTO:
         if (built("cuda") && cuda_device_present()) return "cuda";
@@ -201,11 +201,17 @@ std::string resolve_device(attngen_device device, const std::string &scheme, con
         return "cpu";
     case ATTNGEN_DEVICE_CPU: return "cpu";
     case ATTNGEN_DEVICE_CUDA:
-        if (!built("cuda")) fail(ATTNGEN_ERROR_UNSUPPORTED, "device cuda requested, but this build has no CUDA kernels (ATTNGEN_CUDA=OFF)");
+        if (!built("cuda")) {
+            fail(ATTNGEN_ERROR_UNSUPPORTED, "device cuda requested, but this build has no CUDA kernels for " + dtype +
+                                                (dtype == "f32" ? " (ATTNGEN_CUDA=OFF)" : " (bfloat16 kernels are CPU only)"));
+        }
         if (!cuda_device_present()) fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device cuda requested, but no CUDA driver or device was found");
         return "cuda";
     case ATTNGEN_DEVICE_OPENCL:
-        if (!built("opencl")) fail(ATTNGEN_ERROR_UNSUPPORTED, "device opencl requested, but this build has no OpenCL kernels (ATTNGEN_OPENCL=OFF)");
+        if (!built("opencl")) {
+            fail(ATTNGEN_ERROR_UNSUPPORTED, "device opencl requested, but this build has no OpenCL kernels for " + dtype +
+                                                (dtype == "f32" ? " (ATTNGEN_OPENCL=OFF)" : " (bfloat16 kernels are CPU only)"));
+        }
         if (!opencl_any_present()) fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device opencl requested, but no OpenCL platform or device was found");
         return "opencl";
     }
@@ -255,11 +261,13 @@ void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
             invalid("kernel " + std::string(kernel.name) + " needs tensor '" + name + "', not supplied");
         }
         const attngen_tensor &t = *found->second;
-        const bool float_arg = arg.type.code == halide_type_float;
-        if (t.rank != arg.dimensions || (t.dtype == ATTNGEN_FLOAT32) != float_arg) {
+        const attngen_dtype wanted = arg.type.code == halide_type_float    ? ATTNGEN_FLOAT32
+                                     : arg.type.code == halide_type_bfloat ? ATTNGEN_BFLOAT16
+                                                                           : ATTNGEN_INT32;
+        if (t.rank != arg.dimensions || t.dtype != wanted) {
             invalid(std::string(is_output ? "out" : name) + ": expected rank " + std::to_string(arg.dimensions) + " " +
-                    (float_arg ? "float32" : "int32") + " for kernel " + kernel.name + ", got rank " +
-                    std::to_string(t.rank) + " shape " + shape_string(t));
+                    dtype_name(wanted) + " for kernel " + kernel.name + ", got rank " + std::to_string(t.rank) + " " +
+                    dtype_name(t.dtype) + " shape " + shape_string(t));
         }
         views.push_back(std::make_unique<HalideView>(t, is_output, name));
         argv[n] = views.back()->buffer();

@@ -28,6 +28,10 @@ template <typename Body>
 attngen_status guarded(char *error, size_t error_size, Body &&body);
 void write_error(char *error, size_t error_size, const std::string &message);
 
+// Bytes per element of a dtype.
+size_t element_size(attngen_dtype dtype);
+const char *dtype_name(attngen_dtype dtype);
+
 // Shape of a tensor as a vector, for messages.
 std::string shape_string(const attngen_tensor &t);
 
@@ -94,11 +98,12 @@ void call_kernel(const KernelEntry &kernel, const KernelArguments &args);
 
 // Kernel lookup.
 const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
-                                         const std::string &shape, const std::string &device);
+                                         const std::string &shape, const std::string &device,
+                                         const std::string &dtype = "f32");
 const KernelEntry *find_op_kernel(const std::string &op, const std::string &device);
 // Resolves a requested device (auto: GPU when present, else CPU) to a device name with kernels.
 std::string resolve_device(attngen_device device, const std::string &scheme, const std::string &options,
-                           const std::string &shape);
+                           const std::string &shape, const std::string &dtype = "f32");
 // The Halide CPU target the multi-target dispatcher picks on this machine.
 std::string dispatched_cpu_target();
 

@@ -14,6 +14,7 @@ struct KernelEntry {
     const char *shape;    // attention: prefill | decode
     const char *device;   // cpu | opencl | cuda
     const char *op;       // op: rope_half, xpos, sinusoid_table, ...
+    const char *dtype;    // element type of q, k, v, out: f32 | bf16
     int (*argv)(void **args);
     const halide_filter_metadata_t *(*metadata)();
 };

@@ -1,6 +1,7 @@
 // The C++ API over the C API.
 #include "attngen/attngen.hpp"
 
+#include <cstring>
 #include <vector>
 
 namespace attngen {
@@ -36,6 +37,26 @@ Tensor tensor(int32_t *data, std::initializer_list<int64_t> shape) { return make
 Tensor tensor(const float *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_FLOAT32); }
 Tensor tensor(const int32_t *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_INT32); }
 Tensor tensor(float *data, const std::vector<int64_t> &shape) { return make_tensor(data, shape, ATTNGEN_FLOAT32); }
+
+Tensor bf16_tensor(uint16_t *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_BFLOAT16); }
+Tensor bf16_tensor(const uint16_t *data, std::initializer_list<int64_t> shape) {
+    return make_tensor(data, shape, ATTNGEN_BFLOAT16);
+}
+
+uint16_t to_bf16(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);  // quiet NaN
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return uint16_t(bits >> 16);
+}
+
+float from_bf16(uint16_t bits) {
+    const uint32_t wide = uint32_t(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, sizeof value);
+    return value;
+}
 
 Tensor strided(float *data, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides) {
     Tensor t = make_tensor(data, shape, ATTNGEN_FLOAT32);

@@ -26,14 +26,18 @@ std::string shape_string(const attngen_tensor &t) {
     return out.str();
 }
 
-namespace {
+size_t element_size(attngen_dtype dtype) { return dtype == ATTNGEN_BFLOAT16 ? 2 : 4; }
+
 const char *dtype_name(attngen_dtype dtype) {
     switch (dtype) {
     case ATTNGEN_FLOAT32: return "float32";
     case ATTNGEN_INT32: return "int32";
+    case ATTNGEN_BFLOAT16: return "bfloat16";
     }
     return "unknown";
 }
+
+namespace {
 
 std::string dims_string(const DimNames &dims) {
     std::string s = "[";
@@ -121,7 +125,7 @@ bool overlaps(const attngen_tensor &a, const attngen_tensor &b) {
         std::vector<int64_t> strides = strides_of(t);
         int64_t last = 0;
         for (int d = 0; d < t.rank; d++) last += strides[d] * std::max<int64_t>(t.shape[d] - 1, 0);
-        const size_t bytes = 4;
+        const size_t bytes = element_size(t.dtype);
         const auto *begin = static_cast<const uint8_t *>(t.data);
         return std::make_pair(begin, begin + (last + 1) * bytes);
     };
@@ -195,8 +199,9 @@ void for_each_offset(const attngen_tensor &t, const std::vector<int64_t> &stride
 }  // namespace
 
 void fill_zero(const attngen_tensor &t) {
-    auto *data = static_cast<float *>(t.data);
-    for_each_offset(t, strides_of(t), [&](int64_t, int64_t offset) { data[offset] = 0.f; });
+    auto *bytes = static_cast<uint8_t *>(t.data);
+    const size_t size = element_size(t.dtype);
+    for_each_offset(t, strides_of(t), [&](int64_t, int64_t offset) { std::memset(bytes + offset * size, 0, size); });
 }
 
 HalideView::HalideView(const attngen_tensor &t, bool is_output, const std::string &name)
@@ -205,12 +210,14 @@ HalideView::HalideView(const attngen_tensor &t, bool is_output, const std::strin
     const int rank = t.rank;
     const bool needs_packing = rank > 0 && t.shape[rank - 1] > 1 && strides[rank - 1] != 1;
     uint8_t *host = static_cast<uint8_t *>(t.data);
+    const size_t size = element_size(t.dtype);
     if (needs_packing) {
-        packed_.resize(std::max<int64_t>(element_count(t), 1) * 4);
+        packed_.resize(std::max<int64_t>(element_count(t), 1) * size);
         if (!is_output_) {
-            auto *dst = reinterpret_cast<uint32_t *>(packed_.data());
-            const auto *src = static_cast<const uint32_t *>(t.data);
-            for_each_offset(t, strides, [&](int64_t flat, int64_t offset) { dst[flat] = src[offset]; });
+            const auto *src = static_cast<const uint8_t *>(t.data);
+            for_each_offset(t, strides, [&](int64_t flat, int64_t offset) {
+                std::memcpy(&packed_[flat * size], src + offset * size, size);
+            });
         }
         host = packed_.data();
         int64_t stride = 1;
@@ -229,7 +236,9 @@ HalideView::HalideView(const attngen_tensor &t, bool is_output, const std::strin
     if (!is_output_) buffer_.set_host_dirty(true);
     buffer_.dimensions = rank;
     buffer_.dim = dims_.data();
-    buffer_.type = t.dtype == ATTNGEN_FLOAT32 ? halide_type_t(halide_type_float, 32) : halide_type_t(halide_type_int, 32);
+    buffer_.type = t.dtype == ATTNGEN_FLOAT32    ? halide_type_t(halide_type_float, 32)
+                   : t.dtype == ATTNGEN_BFLOAT16 ? halide_type_t(halide_type_bfloat, 16)
+                                                 : halide_type_t(halide_type_int, 32);
     (void)name;
 }
 
@@ -242,9 +251,11 @@ void HalideView::finish() {
         halide_device_free(nullptr, &buffer_);
     }
     if (is_output_ && !packed_.empty()) {
-        const auto *src = reinterpret_cast<const uint32_t *>(packed_.data());
-        auto *dst = static_cast<uint32_t *>(tensor_.data);
-        for_each_offset(tensor_, strides_of(tensor_), [&](int64_t flat, int64_t offset) { dst[offset] = src[flat]; });
+        const size_t size = element_size(tensor_.dtype);
+        auto *dst = static_cast<uint8_t *>(tensor_.data);
+        for_each_offset(tensor_, strides_of(tensor_), [&](int64_t flat, int64_t offset) {
+            std::memcpy(dst + offset * size, &packed_[flat * size], size);
+        });
     }
 }
 

@@ -29,7 +29,8 @@ typedef enum attngen_status {
     ATTNGEN_ERROR_OUT_OF_MEMORY = 5
 } attngen_status;
 
-typedef enum attngen_dtype { ATTNGEN_FLOAT32 = 0, ATTNGEN_INT32 = 1 } attngen_dtype;
+/* bfloat16 (q, k, v and out of attention, CPU kernels): storage only, fp32 accumulation and softmax. */
+typedef enum attngen_dtype { ATTNGEN_FLOAT32 = 0, ATTNGEN_INT32 = 1, ATTNGEN_BFLOAT16 = 2 } attngen_dtype;
 
 typedef struct attngen_tensor {
     void *data;
@@ -141,7 +142,7 @@ typedef struct attngen_run_info {
 void attngen_attention_desc_init(attngen_attention_desc *desc);
 
 /* out [B,H,Lq,D] = attention(q [B,H,Lq,D], k [B,Hkv,Lk,D], v [B,Hkv,Lk,D]) with desc's scheme.
- * `info` and `error` may be NULL. */
+ * q, k, v and out are all float32, or all bfloat16 (CPU). `info` and `error` may be NULL. */
 attngen_status attngen_attention(const attngen_tensor *q, const attngen_tensor *k, const attngen_tensor *v,
                                  const attngen_tensor *out, const attngen_attention_desc *desc,
                                  attngen_run_info *info, char *error, size_t error_size);

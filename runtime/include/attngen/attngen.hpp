@@ -21,6 +21,12 @@ Tensor tensor(int32_t *data, std::initializer_list<int64_t> shape);
 Tensor tensor(const float *data, std::initializer_list<int64_t> shape);
 Tensor tensor(const int32_t *data, std::initializer_list<int64_t> shape);
 Tensor tensor(float *data, const std::vector<int64_t> &shape);
+// A contiguous bfloat16 view (raw bf16 bits in uint16_t).
+Tensor bf16_tensor(uint16_t *data, std::initializer_list<int64_t> shape);
+Tensor bf16_tensor(const uint16_t *data, std::initializer_list<int64_t> shape);
+// float <-> bfloat16 bits, rounding to nearest even (NaN stays NaN).
+uint16_t to_bf16(float value);
+float from_bf16(uint16_t bits);
 // A strided view; strides in elements.
 Tensor strided(float *data, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides);
 

@@ -1,0 +1,105 @@
+// bfloat16 kernels: q, k, v and out in bf16, fp32 accumulation and softmax. The reference runs in
+// double on the bf16-rounded inputs, so the only error is fp32 arithmetic and the output's bf16
+// rounding (relative 2^-9): checked at atol = rtol = 1e-2.
+#include "test_support.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace attngen;
+using namespace attngen::test;
+
+namespace {
+
+constexpr double kBf16Tol = 1e-2;
+
+std::vector<uint16_t> to_bits(const std::vector<float> &x) {
+    std::vector<uint16_t> bits(x.size());
+    for (size_t n = 0; n < x.size(); n++) bits[n] = to_bf16(x[n]);
+    return bits;
+}
+
+// Rounds the case's q, k, v to bf16 in place (so the reference sees what the kernel sees).
+void round_inputs(AttnCase &c) {
+    for (auto *data : {&c.q, &c.k, &c.v}) {
+        for (float &x : *data) x = from_bf16(to_bf16(x));
+    }
+}
+
+Status run_bf16(const AttnCase &c, std::vector<float> &out, RunInfo *info = nullptr) {
+    std::vector<uint16_t> q = to_bits(c.q), k = to_bits(c.k), v = to_bits(c.v), o(c.q_size(), 0xffff);
+    const attngen_attention_desc desc = make_desc(c);
+    Status status = attention(bf16_tensor(q.data(), {c.batch, c.heads, c.q_len, c.head_dim}),
+                              bf16_tensor(k.data(), {c.batch, c.kv_heads, c.k_len, c.head_dim}),
+                              bf16_tensor(v.data(), {c.batch, c.kv_heads, c.k_len, c.head_dim}),
+                              bf16_tensor(o.data(), {c.batch, c.heads, c.q_len, c.head_dim}), desc, info);
+    out.resize(o.size());
+    for (size_t n = 0; n < o.size(); n++) out[n] = from_bf16(o[n]);
+    return status;
+}
+
+void check_bf16(AttnCase c) {
+    round_inputs(c);
+    std::vector<float> out;
+    RunInfo info{};
+    const Status status = run_bf16(c, out, &info);
+    INFO(c.describe() << " status " << status.message);
+    REQUIRE(status.ok());
+    CHECK(std::string(info.kernel).find("_bf16") != std::string::npos);
+    CHECK_CLOSE(out, reference_output(c), kBf16Tol, kBf16Tol);
+}
+
+}  // namespace
+
+TEST_CASE("bf16: plain attention over shapes, masks and head dims", "[bf16][sdpa]") {
+    for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
+        for (const int head_dim : {64, 128, 24}) {
+            for (const int q_len : {1, 37}) {
+                AttnCase c = make_case(2, 4, 2, q_len, 61, head_dim, 500 + head_dim + q_len);
+                c.mask = mask;
+                check_bf16(c);
+            }
+        }
+    }
+}
+
+TEST_CASE("bf16: every scheme, prefill and decode", "[bf16][schemes]") {
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,
+                                      ATTNGEN_SCHEME_DEBERTA, ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    for (const attngen_scheme scheme : schemes) {
+        for (const int q_len : {1, 29}) {
+            AttnCase c = make_case(1, 4, scheme == ATTNGEN_SCHEME_TXL || scheme == ATTNGEN_SCHEME_DEBERTA ? 4 : 2, q_len, 45, 64,
+                                   600 + int(scheme) * 7 + q_len);
+            c.mask = ATTNGEN_MASK_CAUSAL;
+            set_random_scheme(c, scheme, 700 + int(scheme));
+            check_bf16(c);
+        }
+    }
+}
+
+TEST_CASE("bf16: mixed element types and GPU devices are clear errors", "[bf16][validation]") {
+    AttnCase c = make_case(1, 2, 2, 5, 7, 16, 800);
+    std::vector<uint16_t> q = to_bits(c.q), o(c.q_size(), 0);
+    const attngen_attention_desc desc = make_desc(c);
+    Status status = attention(bf16_tensor(q.data(), {1, 2, 5, 16}), k_tensor(c), v_tensor(c),
+                              bf16_tensor(o.data(), {1, 2, 5, 16}), desc);
+    CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(status.message.find("k: dtype is float32, expected bfloat16") != std::string::npos);
+
+    std::vector<uint16_t> k = to_bits(c.k), v = to_bits(c.v);
+    attngen_attention_desc on_opencl = desc;
+    on_opencl.device = ATTNGEN_DEVICE_OPENCL;
+    status = attention(bf16_tensor(q.data(), {1, 2, 5, 16}), bf16_tensor(k.data(), {1, 2, 7, 16}),
+                       bf16_tensor(v.data(), {1, 2, 7, 16}), bf16_tensor(o.data(), {1, 2, 5, 16}), on_opencl);
+    CHECK(status.code == ATTNGEN_ERROR_UNSUPPORTED);
+    CHECK(status.message.find("bfloat16") != std::string::npos);
+}
+
+TEST_CASE("bf16: conversions round to nearest even", "[bf16]") {
+    CHECK(to_bf16(1.0f) == 0x3f80);
+    CHECK(from_bf16(0x3f80) == 1.0f);
+    CHECK(to_bf16(1.00390625f) == 0x3f80);   // halfway, even stays
+    CHECK(to_bf16(1.01171875f) == 0x3f82);   // halfway, odd rounds up
+    CHECK(std::isnan(from_bf16(to_bf16(std::nanf("")))));
+}

@@ -1,0 +1,88 @@
+// One attention pipeline compiled in-process (Halide JIT) for a scheme and a problem shape, with
+// realistic scheme inputs bound, for the autotuner: compile a schedule candidate (hand schedule with
+// parameters, or a Halide autoscheduler), check it against the double-precision reference, time it.
+#pragma once
+
+#include "generators/attention_pipeline.h"
+#include "schedules/attention_schedule.h"
+
+#include <Halide.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attngen::tune {
+
+struct ProblemShape {
+    int batch = 1, heads = 8, kv_heads = 8, q_len = 1024, k_len = 1024, head_dim = 64;
+    int mask = 0;  // MaskKind
+    double flops() const;        // 4 B H Lq Lk D, halved when causal with Lq > 1
+    double kv_bytes() const;     // K and V bytes read
+    std::string text() const;
+};
+
+// How a candidate is scheduled: the hand schedule with parameters, or an autoscheduler.
+struct Candidate {
+    CpuScheduleParams params;
+    std::string autoscheduler;  // empty: hand schedule; else Adams2019, Mullapudi2016, Li2018
+    std::string describe() const;
+};
+
+// The scheme's parameters used for tuning, sized for a shape (tables filled from a seed).
+class SchemeInputs {
+public:
+    SchemeInputs(const std::string &scheme, const std::string &options, const ProblemShape &shape, uint64_t seed);
+    const std::string &scheme() const { return scheme_; }
+    const std::map<std::string, Halide::Buffer<>> &buffers() const { return buffers_; }
+    const std::map<std::string, double> &scalars() const { return scalars_; }
+    // Whether the double-precision reference knows this scheme (user-defined ones: no).
+    bool has_reference() const;
+    std::vector<double> reference_output(const ProblemShape &shape, const std::vector<float> &q, const std::vector<float> &k,
+                                         const std::vector<float> &v) const;
+
+private:
+    std::string scheme_, options_;
+    ProblemShape shape_;
+    std::map<std::string, Halide::Buffer<>> buffers_;
+    std::map<std::string, double> scalars_;
+};
+
+// A compiled candidate for one shape class and head_dim.
+class JitAttention {
+public:
+    // Throws Halide::CompileError (or std::exception) when the candidate does not compile.
+    JitAttention(const std::string &scheme, const std::string &options, ShapeClass shape_class, int head_dim,
+                 const Candidate &candidate, const Halide::Target &target);
+
+    // Runs on a problem; inputs row-major [B,H,Lq,D] / [B,Hkv,Lk,D]; returns the output row-major.
+    std::vector<float> run(const ProblemShape &shape, const std::vector<float> &q, const std::vector<float> &k,
+                           const std::vector<float> &v, const SchemeInputs &inputs);
+    // Sets up a problem (random data) for timing; then time() runs it.
+    void prepare(const ProblemShape &shape, const SchemeInputs &inputs, uint64_t seed);
+    // `repetitions` timed runs of the prepared problem, seconds each.
+    std::vector<double> time(int repetitions);
+    double compile_seconds() const { return compile_seconds_; }
+
+private:
+    void bind(const ProblemShape &shape, const std::vector<float> &q, const std::vector<float> &k,
+              const std::vector<float> &v, const SchemeInputs &inputs);
+
+    AttentionBindings bindings_;
+    Halide::Param<float> scale_{"scale"};
+    Halide::Param<int32_t> mask_kind_{"mask_kind"}, window_{"window"};
+    std::map<std::string, Halide::ImageParam> buffer_params_;
+    std::map<std::string, std::shared_ptr<Halide::Internal::Parameter>> scalar_params_;
+    AttentionPipeline pipeline_;
+    Halide::Buffer<float> q_, k_, v_, out_;
+    Halide::Buffer<int32_t> kv_len_;
+    double compile_seconds_ = 0;
+};
+
+// Random problem data for a shape (seeded).
+void random_problem(const ProblemShape &shape, uint64_t seed, std::vector<float> &q, std::vector<float> &k,
+                    std::vector<float> &v);
+
+}  // namespace attngen::tune
