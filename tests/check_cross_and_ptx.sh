@@ -23,7 +23,7 @@ ptx)
     "$generator" -g attention -o . -e assembly,c_header -f k_ptx -n k_ptx \
         target=x86-64-linux-cuda-cuda_capability_86 scheme=sdpa shape_class=prefill
     for pattern in '\.target sm_86' 'ld\.shared\.f32' 'st\.shared\.f32' 'fma\.rn\.f32' 'bar\.sync'; do
-        count=$(grep -c "$pattern" k_ptx.s || true)
+        count=$(grep -o "$pattern" k_ptx.s | wc -l)
         echo "$pattern: $count"
         [ "$count" -gt 0 ] || { echo "PTX lacks $pattern"; exit 1; }
     done
