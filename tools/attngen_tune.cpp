@@ -19,6 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 using json = nlohmann::json;
 using namespace attngen;
 using namespace attngen::tune;
@@ -32,6 +36,7 @@ struct Options {
     double budget = 60;  // seconds of search per entry
     uint64_t seed = 1;
     std::vector<std::string> autoschedulers = {"Mullapudi2016", "Li2018", "Adams2019"};
+    double autoscheduler_timeout = 300;  // seconds per autoscheduler candidate (run in a child process)
     std::string target = ATTNGEN_TUNE_DEFAULT_TARGET;
     std::string out;
     int repetitions = 7;
@@ -162,6 +167,62 @@ Candidate neighbour(const Candidate &base, const Space &space, std::mt19937_64 &
     return c;
 }
 
+// Measures a candidate in a child process with a time limit: the autoschedulers can run for many
+// minutes or abort on pipelines they do not handle, and neither may take the tuner down.
+Measured measure_isolated(const std::string &scheme, const std::string &options, ShapeClass shape, int head_dim,
+                          const Candidate &candidate, const Halide::Target &target, int repetitions, double timeout) {
+    Measured m;
+    m.candidate = candidate;
+    int channel[2];
+    if (pipe(channel) != 0) {
+        m.failure = "pipe failed";
+        return m;
+    }
+    // A fresh process (this program, --measure-one): no thread pool or JIT state is inherited.
+    const std::vector<std::string> arguments = {
+        "attngen-tune", "--measure-one", candidate.autoscheduler, "--scheme", scheme + (options.empty() ? "" : ":" + options),
+        "--shape", shape_class_name(shape), "--head-dim", std::to_string(head_dim), "--target", target.to_string(),
+        "--repetitions", std::to_string(repetitions)};
+    const pid_t child = fork();
+    if (child == 0) {
+        close(channel[0]);
+        dup2(channel[1], STDOUT_FILENO);
+        std::vector<char *> argv;
+        for (const std::string &argument : arguments) argv.push_back(const_cast<char *>(argument.c_str()));
+        argv.push_back(nullptr);
+        execv("/proc/self/exe", argv.data());
+        _exit(127);
+    }
+    close(channel[1]);
+    const auto start = std::chrono::steady_clock::now();
+    int status = 0;
+    while (waitpid(child, &status, WNOHANG) == 0) {
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            close(channel[0]);
+            m.failure = "did not finish within " + std::to_string(int(timeout)) + " s";
+            return m;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    std::string text;
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(channel[0], chunk, sizeof chunk)) > 0) text.append(chunk, size_t(n));
+    close(channel[0]);
+    if (text.empty()) {
+        m.failure = "the candidate's process died (signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0) + ")";
+        return m;
+    }
+    json r = json::parse(text);
+    m.ok = r["ok"];
+    m.gflops = r["gflops"];
+    m.failure = r["failure"];
+    m.compile_seconds = r["compile_seconds"];
+    return m;
+}
+
 json params_json(const CpuScheduleParams &p) {
     return {{"query_tile", p.blocking.query_tile},
             {"key_chunk", p.blocking.key_chunk},
@@ -249,8 +310,8 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     for (const std::string &name : opt.autoschedulers) {
         std::fprintf(stderr, "  autoscheduler %s ... ", name.c_str());
         std::fflush(stderr);
-        Measured m = measure(scheme, options, shape, opt.head_dim, Candidate{default_cpu_params(shape), name}, target,
-                             opt.repetitions);
+        Measured m = measure_isolated(scheme, options, shape, opt.head_dim, Candidate{default_cpu_params(shape), name},
+                                      target, opt.repetitions, opt.autoscheduler_timeout);
         if (m.ok) {
             std::fprintf(stderr, "%.1f GFLOP/s (schedule + compile %.0f s)\n", m.gflops, m.compile_seconds);
             autoscheduled[name] = {{"gflops", m.gflops}, {"seconds", m.compile_seconds}};
@@ -282,7 +343,7 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
 int usage() {
     std::cerr << "usage: attngen-tune [--scheme NAME[:OPTIONS]]... [--all] [--shape prefill|decode]... [--head-dim D]\n"
                  "                    [--budget SECONDS] [--seed N] [--autoschedulers LIST|all|none] [--target T]\n"
-                 "                    [--repetitions N] [--out FILE]\n"
+                 "                    [--repetitions N] [--autoscheduler-timeout SECONDS] [--out FILE]\n"
                  "Tunes the CPU schedule per (scheme, shape class) and merges the winners into FILE\n"
                  "(default schedules/tuned/<target>.json). --all tunes every scheme the build knows.\n";
     return 2;
@@ -303,6 +364,7 @@ std::vector<std::string> split(const std::string &text, char separator) {
 int main(int argc, char **argv) {
     Options opt;
     bool all = false;
+    std::string measure_one;  // internal: measure one autoscheduler candidate, print JSON, exit
     for (int n = 1; n < argc; n++) {
         const std::string arg = argv[n];
         auto value = [&]() -> std::string {
@@ -331,6 +393,10 @@ int main(int argc, char **argv) {
                 opt.target = value();
             } else if (arg == "--out") {
                 opt.out = value();
+            } else if (arg == "--measure-one") {
+                measure_one = value();
+            } else if (arg == "--autoscheduler-timeout") {
+                opt.autoscheduler_timeout = std::stod(value());
             } else if (arg == "--autoschedulers") {
                 const std::string v = value();
                 opt.autoschedulers = v == "none" ? std::vector<std::string>{}
@@ -343,6 +409,15 @@ int main(int argc, char **argv) {
             std::cerr << "attngen-tune: " << e.what() << "\n";
             return usage();
         }
+    }
+    if (!measure_one.empty()) {
+        if (opt.schemes.size() != 1 || opt.shapes.size() != 1) return usage();
+        const ShapeClass shape = opt.shapes.front();
+        Measured r = measure(opt.schemes[0].first, opt.schemes[0].second, shape, opt.head_dim,
+                             Candidate{default_cpu_params(shape), measure_one}, Halide::Target(opt.target), opt.repetitions);
+        std::cout << json{{"ok", r.ok}, {"gflops", r.gflops}, {"failure", r.failure}, {"compile_seconds", r.compile_seconds}}.dump()
+                  << std::flush;
+        return 0;
     }
     if (all) {
         for (const std::string &scheme : registered_schemes()) {
