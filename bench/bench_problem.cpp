@@ -1,5 +1,8 @@
 #include "bench_problem.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "attngen/attngen.hpp"
 #include "naive.h"
 
@@ -242,7 +245,10 @@ attngen_attention_desc make_desc(const Problem &p) {
     attngen_attention_desc d;
     attngen_attention_desc_init(&d);
     d.mask = p.config.causal ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE;
-    d.device = ATTNGEN_DEVICE_CPU;
+    // GPU mode (bench/gpu.sh): ATTNGEN_BENCH_DEVICE=cuda|opencl runs the attngen kernels there.
+    const char *device = std::getenv("ATTNGEN_BENCH_DEVICE");
+    const std::string name = device ? device : "cpu";
+    d.device = name == "cuda" ? ATTNGEN_DEVICE_CUDA : name == "opencl" ? ATTNGEN_DEVICE_OPENCL : ATTNGEN_DEVICE_CPU;
     auto view = [](const std::vector<float> &values, std::initializer_list<int64_t> shape) {
         return attngen::tensor(values.data(), shape);
     };

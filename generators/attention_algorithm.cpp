@@ -161,6 +161,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.output(d, i, h, b) = select(row_sum > 0.f, row_acc / row_sum, 0.f);
 
     s.helpers = scheme.helper_stages();
+    s.transform_specializations = scheme.transform_specializations(p);
     return s;
 }
 

@@ -81,6 +81,7 @@ struct AttentionStages {
     // Online merge:
     Halide::Func online_state; // Tuple(acc, max, sum) over (d, ii, it, h, b), updated per chunk (rc)
     std::vector<HelperStage> helpers;
+    std::vector<Halide::Expr> transform_specializations;  // see Scheme::transform_specializations
 
     Blocking blocking;
     Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;

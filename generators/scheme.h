@@ -57,6 +57,9 @@ struct AttentionProblem {
     Halide::Expr head_dim, runtime_head_dim, q_len, k_len, heads, kv_heads, batch;
     Halide::Func q, k, v;  // raw inputs, (d, i|j, h|g, b)
     const BoundInputs *inputs = nullptr;
+    // Tiles hold a single query row (decode): a per-key term is cheaper evaluated at each score
+    // than tabulated over all positions.
+    bool single_row_tiles = false;
 
     // A scheme input buffer as a Func. In fast-path variants the channel index is clamped to the
     // runtime extent, so bounds inference never asks for channels the caller's buffer lacks.
@@ -94,6 +97,9 @@ public:
     // Hooks: query / key transforms (RoPE, xPos). Same index space as the input.
     virtual Halide::Func transform_query(const AttentionProblem &, const Halide::Func &q) const { return q; }
     virtual Halide::Func transform_key(const AttentionProblem &, const Halide::Func &k) const { return k; }
+    // Conditions under which the transforms are simpler (RoPE: rot_dim == head_dim, full rotary):
+    // schedules specialize the transformed q and k on them, so the common case has no per-lane selects.
+    virtual std::vector<Halide::Expr> transform_specializations(const AttentionProblem &) const { return {}; }
     // Hook: content-position term, added to q.k and scaled with it (Shaw, Transformer-XL, DeBERTa).
     virtual Halide::Expr score_term(const AttentionProblem &, const Halide::Expr & /*i*/, const Halide::Expr & /*j*/,
                                     const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {

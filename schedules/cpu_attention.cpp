@@ -84,11 +84,31 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
         .vectorize(row_args[1], vector_width, TailStrategy::GuardWithIf);
 }
 
+// A contraction evaluated only where scores use it: per vector of keys, one dot product per used
+// (x, i) point, a vector of channels at a time. For single-row tiles (decode), where a tile-wide
+// or call-wide table would compute far more points than the row reads.
+void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int vector_width, bool fixed_head_dim) {
+    helper.product.compute_at(s.scores, s.jj);
+    const auto *head_dim = s.head_dim.as<Internal::IntImm>();
+    if (fixed_head_dim && head_dim && head_dim->value % vector_width == 0) {
+        RVar outer("outer"), lane("lane");
+        Var lane_v("lane_v");
+        Func partial = helper.product.update().split(helper.channels.x, outer, lane, vector_width).rfactor(lane, lane_v);
+        partial.compute_at(helper.product, helper.product.args()[0]).vectorize(lane_v);
+        partial.update().vectorize(lane_v);
+        helper.product.update().atomic().vectorize(lane);
+    }
+}
+
 void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopLevel &per_chunk, int vector_width,
-                      bool fixed_head_dim) {
+                      bool fixed_head_dim, bool contractions_per_score = false) {
     for (HelperStage &helper : s.helpers) {
         Func f = helper.func;
         std::vector<Var> args = f.args();
+        if (helper.is_contraction && contractions_per_score) {
+            schedule_contraction_per_score(helper, s, vector_width, fixed_head_dim);
+            continue;
+        }
         if (helper.is_contraction) {
             schedule_contraction(helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile, vector_width);
             continue;
@@ -158,19 +178,26 @@ void schedule_merge(AttentionStages &s, Func output, const OutputLoops &loops, i
     s.row_acc.update().reorder(s.d, s.ii, s.rc).vectorize(s.d, vw, guard);
 }
 
-// Transformed keys (RoPE, xPos), once per call. With a fixed head_dim the channel vectors are
-// unrolled, so each vector's pairing (which half, which partner) is a constant: plain loads.
-void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim) {
+// Transformed keys (RoPE, xPos): once per call for prefill (every query tile reads every key), per
+// key chunk for decode (each key is read once: rotating it where it is used saves a pass over K).
+// With a fixed head_dim the channel vectors are unrolled, so each vector's pairing (which half,
+// which partner) is a constant: plain loads.
+void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel *per_chunk = nullptr) {
     if (!s.transforms_key) return;
     Var g_b("g_b"), d_block("d_block"), d_lane("d_lane");
     std::vector<Var> args = s.key.args();  // (d, j, g, b)
-    s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
+    if (per_chunk) {
+        s.key.compute_at(*per_chunk);
+    } else {
+        s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
+    }
     const auto *head_dim = s.head_dim.as<Internal::IntImm>();
     if (fixed_head_dim && head_dim && head_dim->value % vw == 0) {
         s.key.split(args[0], d_block, d_lane, vw).vectorize(d_lane).unroll(d_block);
     } else {
         s.key.vectorize(args[0], vw, TailStrategy::GuardWithIf);
     }
+    for (const Expr &condition : s.transform_specializations) s.key.specialize(condition);
 }
 
 void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -272,6 +299,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         per_chunk = LoopLevel(s.chunk_state, work);
         per_tile = per_chunk;  // a tile is one row: its per-tile stages are recomputed per chunk
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
+        for (const Expr &condition : s.transform_specializations) s.query_tile.specialize(condition);
     } else {
         if (s.blocking.merge == Merge::TwoPass) s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
@@ -311,8 +339,8 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).vectorize(s.d, vw, guard);
     }
 
-    schedule_key_transform(s, vw, fixed_head_dim);
-    schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim);
+    schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);
+    schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ public:
         k_sin_(f, n, b) = sin(k_angle) * factor;
     }
 
+    std::vector<Expr> transform_specializations(const AttentionProblem &p) const override { return {rot_dim_ == p.head_dim}; }
+
     Func transform_query(const AttentionProblem &, const Func &q) const override { return rotated(q, q_cos_, q_sin_, "rope_q"); }
     Func transform_key(const AttentionProblem &, const Func &k) const override { return rotated(k, k_cos_, k_sin_, "rope_k"); }
 
