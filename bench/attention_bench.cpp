@@ -48,10 +48,14 @@ enum class Impl { Attngen, Openblas, Onednn, Naive };
 
 const char *impl_name(Impl impl) {
     switch (impl) {
-        case Impl::Attngen: return "attngen";
-        case Impl::Openblas: return "openblas";
-        case Impl::Onednn: return "onednn";
-        case Impl::Naive: return "naive";
+        case Impl::Attngen:
+            return "attngen";
+        case Impl::Openblas:
+            return "openblas";
+        case Impl::Onednn:
+            return "onednn";
+        case Impl::Naive:
+            return "naive";
     }
     return "?";
 }
@@ -59,8 +63,8 @@ const char *impl_name(Impl impl) {
 // Shapes (B, H, Hkv, Lq, Lk, D); Hkv = H (multi-head attention) everywhere.
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> list = {
-        {1, 8, 8, 512, 512, 64},     {1, 8, 8, 2048, 2048, 64}, {1, 16, 16, 1024, 1024, 128},
-        {4, 8, 8, 256, 256, 64},     {1, 32, 32, 1, 4096, 128},  // decode
+        {1, 8, 8, 512, 512, 64}, {1, 8, 8, 2048, 2048, 64}, {1, 16, 16, 1024, 1024, 128},
+        {4, 8, 8, 256, 256, 64}, {1, 32, 32, 1, 4096, 128},  // decode
     };
     return list;
 }
@@ -84,7 +88,8 @@ void set_counters(benchmark::State &state, const Config &c, double max_err) {
         const double bytes = kv_bytes(c);
         state.counters["GB/s"] = Counter(bytes * 1e-9, Counter::kIsIterationInvariantRate);
         if (probe.read_gbs > 0)
-            state.counters["pct_read_bw"] = Counter(bytes * 1e-9 / probe.read_gbs * 100.0, Counter::kIsIterationInvariantRate);
+            state.counters["pct_read_bw"] =
+                Counter(bytes * 1e-9 / probe.read_gbs * 100.0, Counter::kIsIterationInvariantRate);
     }
     state.counters["max_err"] = Counter(max_err);
 }
@@ -162,7 +167,8 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     }
     const Check &check = known->second;
     if (!check.ok) {
-        state.SkipWithError(("validation failed (max abs err " + std::to_string(check.max_abs) + "): " + check.text).c_str());
+        state.SkipWithError(
+            ("validation failed (max abs err " + std::to_string(check.max_abs) + "): " + check.text).c_str());
         return;
     }
 
@@ -179,7 +185,8 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
 }
 
 void bench_probe_sgemm(benchmark::State &state, int n) {
-    for (auto _ : state) state.SetIterationTime(time_sgemm_once(n));
+    for (auto _ : state)
+        state.SetIterationTime(time_sgemm_once(n));
     const ProbeResults &probe = probes();
     using benchmark::Counter;
     state.counters["GFLOP/s"] = Counter(2.0 * n * double(n) * n * 1e-9, Counter::kIsIterationInvariantRate);
@@ -189,7 +196,8 @@ void bench_probe_sgemm(benchmark::State &state, int n) {
 
 void bench_probe_read(benchmark::State &state, std::size_t mib) {
     time_read_once(mib << 20);  // allocation and first touch
-    for (auto _ : state) state.SetIterationTime(time_read_once(mib << 20));
+    for (auto _ : state)
+        state.SetIterationTime(time_read_once(mib << 20));
     release_read_buffer();
     using benchmark::Counter;
     state.counters["GB/s"] = Counter(double(mib << 20) * 1e-9, Counter::kIsIterationInvariantRate);
@@ -199,12 +207,18 @@ void bench_probe_read(benchmark::State &state, std::size_t mib) {
 
 void register_benchmarks(std::size_t probe_mib) {
     benchmark::RegisterBenchmark("probe/sgemm_2threads/1024", bench_probe_sgemm, 1024)
-        ->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+        ->UseManualTime()
+        ->Iterations(20)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("probe/sgemm_2threads/2048", bench_probe_sgemm, 2048)
-        ->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+        ->UseManualTime()
+        ->Iterations(5)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("probe/read_2threads/" + std::to_string(probe_mib) + "MiB").c_str(), bench_probe_read,
                                  probe_mib)
-        ->UseManualTime()->Iterations(5)->Unit(benchmark::kMillisecond);
+        ->UseManualTime()
+        ->Iterations(5)
+        ->Unit(benchmark::kMillisecond);
     for (const Shape &shape : shapes())
         for (SchemeId scheme : all_schemes())
             for (bool causal : {true, false}) {

@@ -14,23 +14,32 @@
 namespace attngen_bench {
 
 const std::vector<SchemeId> &all_schemes() {
-    static const std::vector<SchemeId> schemes = {SchemeId::Sdpa,     SchemeId::Alibi,    SchemeId::T5,
-                                                  SchemeId::Shaw,     SchemeId::Txl,      SchemeId::Deberta,
-                                                  SchemeId::RopeHalf, SchemeId::RopeInterleaved, SchemeId::Xpos};
+    static const std::vector<SchemeId> schemes = {
+        SchemeId::Sdpa,     SchemeId::Alibi,           SchemeId::T5,  SchemeId::Shaw, SchemeId::Txl, SchemeId::Deberta,
+        SchemeId::RopeHalf, SchemeId::RopeInterleaved, SchemeId::Xpos};
     return schemes;
 }
 
 const char *scheme_name(SchemeId s) {
     switch (s) {
-        case SchemeId::Sdpa: return "sdpa";
-        case SchemeId::Alibi: return "alibi";
-        case SchemeId::T5: return "t5";
-        case SchemeId::Shaw: return "shaw";
-        case SchemeId::Txl: return "txl";
-        case SchemeId::Deberta: return "deberta";
-        case SchemeId::RopeHalf: return "rope_half";
-        case SchemeId::RopeInterleaved: return "rope_interleaved";
-        case SchemeId::Xpos: return "xpos";
+        case SchemeId::Sdpa:
+            return "sdpa";
+        case SchemeId::Alibi:
+            return "alibi";
+        case SchemeId::T5:
+            return "t5";
+        case SchemeId::Shaw:
+            return "shaw";
+        case SchemeId::Txl:
+            return "txl";
+        case SchemeId::Deberta:
+            return "deberta";
+        case SchemeId::RopeHalf:
+            return "rope_half";
+        case SchemeId::RopeInterleaved:
+            return "rope_interleaved";
+        case SchemeId::Xpos:
+            return "xpos";
     }
     return "?";
 }
@@ -145,7 +154,8 @@ std::unique_ptr<Problem> make_problem(const Config &c, uint64_t seed) {
     p->scale = 1.f / std::sqrt(float(D));
     auto index_table = [&](auto index_of) {
         std::vector<int32_t> table(std::size_t(2 * Lk - 1));
-        for (int delta = -(Lk - 1); delta <= Lk - 1; delta++) table[std::size_t(delta + Lk - 1)] = index_of(delta);
+        for (int delta = -(Lk - 1); delta <= Lk - 1; delta++)
+            table[std::size_t(delta + Lk - 1)] = index_of(delta);
         return table;
     };
     attngen::Status status;
@@ -161,7 +171,8 @@ std::unique_ptr<Problem> make_problem(const Config &c, uint64_t seed) {
         }
         case SchemeId::T5:
             p->scale = 1.f;  // T5 folds 1/sqrt(d) into the query projection's initialization
-            for (float &x : p->q) x *= 1.f / std::sqrt(float(D));
+            for (float &x : p->q)
+                x *= 1.f / std::sqrt(float(D));
             p->t5_bidirectional = !c.causal;  // encoder buckets without a mask, decoder buckets when causal
             p->t5_table = random_floats(std::size_t(kT5Buckets) * p->H, seed * 16 + 4, -2.f, 2.f);
             p->t5_bucket_of_delta = index_table([&](int delta) {
@@ -205,7 +216,8 @@ std::unique_ptr<Problem> make_problem(const Config &c, uint64_t seed) {
             // decay zeta_f^((n + centre)/scale_base), zeta_f = (2f + 0.4D)/(1.4D), keys divided by it.
             p->rotary_interleaved = true;
             p->xpos_centre = -((Lk + 1) / 2);
-            auto fill = [&](int rows, int position0, bool downscale, std::vector<float> &cos_t, std::vector<float> &sin_t) {
+            auto fill = [&](int rows, int position0, bool downscale, std::vector<float> &cos_t,
+                            std::vector<float> &sin_t) {
                 for (int n = 0; n < rows; n++)
                     for (int f = 0; f < pairs; f++) {
                         const float position = float(position0 + n);
@@ -221,8 +233,8 @@ std::unique_ptr<Problem> make_problem(const Config &c, uint64_t seed) {
             fill(Lk, 0, true, p->k_cos, p->k_sin);
         } else {
             // HF Llama / GPT-J: float32 inv_freq and angles (the runtime's frequencies for seq_len = Lk).
-            p->rope = attngen::rope_params(c.scheme == SchemeId::RopeHalf ? ATTNGEN_ROPE_HALF : ATTNGEN_ROPE_INTERLEAVED,
-                                           kRopeBase);
+            p->rope = attngen::rope_params(
+                c.scheme == SchemeId::RopeHalf ? ATTNGEN_ROPE_HALF : ATTNGEN_ROPE_INTERLEAVED, kRopeBase);
             p->rotary_interleaved = c.scheme == SchemeId::RopeInterleaved;
             const std::vector<float> inv_freq = attngen::rope_inv_freq(p->rope, D, Lk, nullptr, &status);
             if (!status) throw std::runtime_error(status.message);
@@ -328,19 +340,24 @@ const std::vector<RefRow> &Problem::reference_rows() const {
             for (int j = 0; j < Lk; j++) {
                 double *kj = k_head.data() + std::size_t(j) * D;
                 if (rotary()) {
-                    rotate_row(k_raw + std::size_t(j) * D, &k_cos[std::size_t(j) * (D / 2)], &k_sin[std::size_t(j) * (D / 2)], kj);
+                    rotate_row(k_raw + std::size_t(j) * D, &k_cos[std::size_t(j) * (D / 2)],
+                               &k_sin[std::size_t(j) * (D / 2)], kj);
                 } else {
-                    for (int d = 0; d < D; d++) kj[d] = k_raw[std::size_t(j) * D + d];
+                    for (int d = 0; d < D; d++)
+                        kj[d] = k_raw[std::size_t(j) * D + d];
                 }
             }
             for (int i : rows) {
                 const float *q_raw = q_head(b, h) + std::size_t(i) * D;
                 if (rotary()) {
-                    rotate_row(q_raw, &q_cos[std::size_t(i) * (D / 2)], &q_sin[std::size_t(i) * (D / 2)], q_content.data());
+                    rotate_row(q_raw, &q_cos[std::size_t(i) * (D / 2)], &q_sin[std::size_t(i) * (D / 2)],
+                               q_content.data());
                 } else {
-                    for (int d = 0; d < D; d++) q_content[std::size_t(d)] = q_raw[d];
+                    for (int d = 0; d < D; d++)
+                        q_content[std::size_t(d)] = q_raw[d];
                 }
-                for (int d = 0; d < D; d++) q_position[std::size_t(d)] = q_raw[d];
+                for (int d = 0; d < D; d++)
+                    q_position[std::size_t(d)] = q_raw[d];
                 if (config.scheme == SchemeId::Txl) {
                     for (int d = 0; d < D; d++) {
                         q_content[std::size_t(d)] += txl_u[std::size_t(h) * D + d];

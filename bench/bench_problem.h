@@ -56,9 +56,9 @@ struct RefRow {
 struct Problem {
     Config config;
     int B = 0, H = 0, Hkv = 0, Lq = 0, Lk = 0, D = 0;
-    int group = 1;     // H / Hkv: query head h reads kv head h / group
-    int offset = 0;    // Lk - Lq: query row i sits at position p_i = offset + i
-    float scale = 0;   // effective scale (the kernel's default for the scheme)
+    int group = 1;    // H / Hkv: query head h reads kv head h / group
+    int offset = 0;   // Lk - Lq: query row i sits at position p_i = offset + i
+    float scale = 0;  // effective scale (the kernel's default for the scheme)
 
     std::vector<float> q, k, v;  // [B,H,Lq,D], [B,Hkv,Lk,D], [B,Hkv,Lk,D]
 
@@ -104,7 +104,9 @@ struct Problem {
     const float *v_head(int b, int kvh) const { return v.data() + (std::size_t(b) * Hkv + kvh) * Lk * D; }
     int t5_bucket(int delta) const { return t5_bucket_of_delta[std::size_t(delta + Lk - 1)]; }
     int deberta_row(int delta) const { return deberta_row_of_delta[std::size_t(delta + Lk - 1)]; }
-    int shaw_row(int delta) const { return (delta < -kShawClip ? -kShawClip : delta > kShawClip ? kShawClip : delta) + kShawClip; }
+    int shaw_row(int delta) const {
+        return (delta < -kShawClip ? -kShawClip : delta > kShawClip ? kShawClip : delta) + kShawClip;
+    }
     int txl_row(int delta) const {  // R row Lk - 1 - (p_i - j), future keys clamped to the last row
         const int t = Lk - 1 + delta;
         return t < 0 ? 0 : t > Lk - 1 ? Lk - 1 : t;

@@ -13,14 +13,14 @@ void naive_attention(const Problem &p, float *out) {
         for (std::size_t bh = 0; bh < std::size_t(p.B) * p.H; bh++)
             for (int i = 0; i < p.Lq; i++) {
                 const std::size_t row = bh * p.Lq + i;
-                p.rotate_row(p.q.data() + row * D, &p.q_cos[std::size_t(i) * (D / 2)], &p.q_sin[std::size_t(i) * (D / 2)],
-                             q_rot.data() + row * D);
+                p.rotate_row(p.q.data() + row * D, &p.q_cos[std::size_t(i) * (D / 2)],
+                             &p.q_sin[std::size_t(i) * (D / 2)], q_rot.data() + row * D);
             }
         for (std::size_t bh = 0; bh < std::size_t(p.B) * p.Hkv; bh++)
             for (int j = 0; j < p.Lk; j++) {
                 const std::size_t row = bh * p.Lk + j;
-                p.rotate_row(p.k.data() + row * D, &p.k_cos[std::size_t(j) * (D / 2)], &p.k_sin[std::size_t(j) * (D / 2)],
-                             k_rot.data() + row * D);
+                p.rotate_row(p.k.data() + row * D, &p.k_cos[std::size_t(j) * (D / 2)],
+                             &p.k_sin[std::size_t(j) * (D / 2)], k_rot.data() + row * D);
             }
     }
     const float *q = p.rotary() ? q_rot.data() : p.q.data();

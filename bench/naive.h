@@ -29,7 +29,8 @@ void attention_row(const Problem &p, int h, int i, const RowInputs<T> &in, T *sc
     for (int j = 0; j < n; j++) {
         const T *kj = in.k + std::size_t(j) * D;
         T dot = 0;
-        for (int d = 0; d < D; d++) dot += in.q_content[d] * kj[d];
+        for (int d = 0; d < D; d++)
+            dot += in.q_content[d] * kj[d];
         T s = scale * dot;
         const int delta = j - pi;
         switch (p.config.scheme) {
@@ -45,14 +46,16 @@ void attention_row(const Problem &p, int h, int i, const RowInputs<T> &in, T *sc
             case SchemeId::Shaw: {
                 const float *a = p.shaw_keys.data() + std::size_t(p.shaw_row(delta)) * D;
                 T extra = 0;
-                for (int d = 0; d < D; d++) extra += in.q_position[d] * T(a[d]);
+                for (int d = 0; d < D; d++)
+                    extra += in.q_position[d] * T(a[d]);
                 s += scale * extra;
                 break;
             }
             case SchemeId::Txl: {
                 const float *r = p.txl_r.data() + (std::size_t(h) * p.Lk + p.txl_row(delta)) * D;
                 T extra = 0;
-                for (int d = 0; d < D; d++) extra += in.q_position[d] * T(r[d]);
+                for (int d = 0; d < D; d++)
+                    extra += in.q_position[d] * T(r[d]);
                 s += scale * extra;
                 break;
             }
@@ -74,20 +77,24 @@ void attention_row(const Problem &p, int h, int i, const RowInputs<T> &in, T *sc
         scores[j] = s;
         if (s > m) m = s;
     }
-    for (int d = 0; d < D; d++) out[d] = 0;
+    for (int d = 0; d < D; d++)
+        out[d] = 0;
     T sum = 0;
     for (int j = 0; j < n; j++) {
         const T w = std::exp(scores[j] - m);
         sum += w;
         const float *vj = in.v + std::size_t(j) * D;
-        for (int d = 0; d < D; d++) out[d] += w * T(vj[d]);
+        for (int d = 0; d < D; d++)
+            out[d] += w * T(vj[d]);
         if (p.config.scheme == SchemeId::Shaw && !p.shaw_values.empty()) {
             const float *a = p.shaw_values.data() + std::size_t(p.shaw_row(j - pi)) * D;
-            for (int d = 0; d < D; d++) out[d] += w * T(a[d]);
+            for (int d = 0; d < D; d++)
+                out[d] += w * T(a[d]);
         }
     }
     const T inv = n > 0 ? T(1) / sum : T(0);
-    for (int d = 0; d < D; d++) out[d] *= inv;
+    for (int d = 0; d < D; d++)
+        out[d] *= inv;
 }
 
 // The naive baseline: every row of the problem with attention_row<float>, one thread. RoPE / xPos

@@ -82,7 +82,8 @@ struct OnednnAttention::Impl {
             v_group.resize(std::size_t(G) * Lk * D);
         }
         scratch.resize(std::size_t(baseline_pool().size()));
-        for (HeadScratch &s : scratch) s.allocate(p, false);
+        for (HeadScratch &s : scratch)
+            s.allocate(p, false);
         if (bias_per_head || bias_mask_only) bias.resize(std::size_t(G) * Lq * Lk);
         if (bias_mask_only) {  // the causal mask (0 / -inf), made once like a registered buffer
             materialize_bias(p, 0, 0, bias.data(), p.Lk, true, scratch[0]);
@@ -107,7 +108,8 @@ struct OnednnAttention::Impl {
                     if (expand_kv) {
                         const float *k = key_for_scores(p, b, kvh, s);
                         std::memcpy(&k_group[std::size_t(t) * Lk * D], k, sizeof(float) * std::size_t(Lk) * D);
-                        std::memcpy(&v_group[std::size_t(t) * Lk * D], p.v_head(b, kvh), sizeof(float) * std::size_t(Lk) * D);
+                        std::memcpy(&v_group[std::size_t(t) * Lk * D], p.v_head(b, kvh),
+                                    sizeof(float) * std::size_t(Lk) * D);
                     }
                     if (bias_per_head) materialize_bias(p, b, h, &bias[std::size_t(t) * Lq * Lk], Lk, true, s);
                 });
@@ -121,7 +123,8 @@ struct OnednnAttention::Impl {
             std::unordered_map<int, dnnl::memory> qk_args = {
                 {DNNL_ARG_SRC, q_mem}, {DNNL_ARG_WEIGHTS, k_mem}, {DNNL_ARG_DST, s_mem}};
             if (bias_per_head || bias_mask_only)
-                qk_args.insert({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(bias_md, engine, bias.data())});
+                qk_args.insert(
+                    {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, dnnl::memory(bias_md, engine, bias.data())});
             qk.execute(stream, qk_args);
             softmax.execute(stream, {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_DST, s_mem}});
             pv.execute(stream, {{DNNL_ARG_SRC, s_mem}, {DNNL_ARG_WEIGHTS, v_mem}, {DNNL_ARG_DST, o_mem}});

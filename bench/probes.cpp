@@ -52,7 +52,8 @@ double time_sgemm_once(int n) {
     openblas_set_num_threads(kProbeThreads);
     Matrices &m = matrices(n);
     const auto start = std::chrono::steady_clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, m.a.data(), n, m.b.data(), n, 0.f, m.c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, m.a.data(), n, m.b.data(), n, 0.f, m.c.data(),
+                n);
     const double t = seconds_since(start);
     openblas_set_num_threads(1);
     return t;
@@ -68,7 +69,8 @@ double time_read_once(std::size_t bytes) {
         g_read_buffer.resize(n);  // zero-initialized by this thread; re-touched in parallel below
         pool.run(parts, [&](int part, int) {
             const std::size_t begin = n * std::size_t(part) / parts, end = n * std::size_t(part + 1) / parts;
-            for (std::size_t i = begin; i < end; i++) g_read_buffer[i] = float(i & 1023) * 1e-3f;
+            for (std::size_t i = begin; i < end; i++)
+                g_read_buffer[i] = float(i & 1023) * 1e-3f;
         });
     }
     double partial[kProbeThreads] = {};
@@ -79,7 +81,8 @@ double time_read_once(std::size_t bytes) {
     });
     const double t = seconds_since(start);
     double total = 0;
-    for (double x : partial) total += x;
+    for (double x : partial)
+        total += x;
     g_sink = total;
     return t;
 }
@@ -95,21 +98,24 @@ const ProbeResults &run_probes(int repetitions, std::size_t read_mib) {
     for (int n : {1024, 2048}) {
         time_sgemm_once(n);  // warm-up: OpenBLAS threads and pages
         double best = 1e300;
-        for (int rep = 0; rep < r.repetitions; rep++) best = std::min(best, time_sgemm_once(n));
+        for (int rep = 0; rep < r.repetitions; rep++)
+            best = std::min(best, time_sgemm_once(n));
         const double gflops = 2.0 * n * double(n) * n / best * 1e-9;
         (n == 1024 ? r.sgemm_1024_gflops : r.sgemm_2048_gflops) = gflops;
     }
     const std::size_t bytes = read_mib << 20;
     time_read_once(bytes);  // first touch + warm-up
     double best = 1e300;
-    for (int rep = 0; rep < r.repetitions; rep++) best = std::min(best, time_read_once(bytes));
+    for (int rep = 0; rep < r.repetitions; rep++)
+        best = std::min(best, time_read_once(bytes));
     r.read_gbs = double(bytes) / best * 1e-9;
     release_read_buffer();
     openblas_set_num_threads(1);
-    std::fprintf(stderr,
-                 "attngen-bench probes (best of %d): OpenBLAS sgemm 2 threads n=1024 %.1f GFLOP/s, n=2048 %.1f GFLOP/s; "
-                 "read bandwidth 2 threads over %zu MiB %.1f GB/s\n",
-                 r.repetitions, r.sgemm_1024_gflops, r.sgemm_2048_gflops, read_mib, r.read_gbs);
+    std::fprintf(
+        stderr,
+        "attngen-bench probes (best of %d): OpenBLAS sgemm 2 threads n=1024 %.1f GFLOP/s, n=2048 %.1f GFLOP/s; "
+        "read bandwidth 2 threads over %zu MiB %.1f GB/s\n",
+        r.repetitions, r.sgemm_1024_gflops, r.sgemm_2048_gflops, read_mib, r.read_gbs);
     g_results = r;
     return g_results;
 }

@@ -8,10 +8,12 @@ namespace attngen_bench {
 
 struct ProbeResults {
     double sgemm_1024_gflops = 0, sgemm_2048_gflops = 0;  // best of the repetitions
-    double read_gbs = 0;                                    // best of the repetitions (1e9 bytes/s)
+    double read_gbs = 0;                                  // best of the repetitions (1e9 bytes/s)
     std::size_t read_mib = 0;
     int repetitions = 0;
-    double sgemm_peak_gflops() const { return sgemm_1024_gflops > sgemm_2048_gflops ? sgemm_1024_gflops : sgemm_2048_gflops; }
+    double sgemm_peak_gflops() const {
+        return sgemm_1024_gflops > sgemm_2048_gflops ? sgemm_1024_gflops : sgemm_2048_gflops;
+    }
 };
 
 // Runs all probes (best of `repetitions` each) and stores the results (probes()).

@@ -3,7 +3,8 @@
 namespace attngen_bench {
 
 ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
-    for (int w = 1; w < threads_; w++) workers_.emplace_back([this, w] { work(w); });
+    for (int w = 1; w < threads_; w++)
+        workers_.emplace_back([this, w] { work(w); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -12,7 +13,8 @@ ThreadPool::~ThreadPool() {
         stop_ = true;
     }
     start_.notify_all();
-    for (std::thread &t : workers_) t.join();
+    for (std::thread &t : workers_)
+        t.join();
 }
 
 void ThreadPool::drain(int worker) {
@@ -48,7 +50,8 @@ void ThreadPool::work(int worker) {
 
 void ThreadPool::run(int tasks, const std::function<void(int task, int worker)> &fn) {
     if (threads_ == 1 || tasks <= 1) {
-        for (int t = 0; t < tasks; t++) fn(t, 0);
+        for (int t = 0; t < tasks; t++)
+            fn(t, 0);
         return;
     }
     {

@@ -54,7 +54,8 @@ const float *query_for_scores(const Problem &p, int b, int h, HeadScratch &s) {
     if (p.config.scheme == SchemeId::Txl) {
         const float *u = &p.txl_u[std::size_t(h) * D];
         for (int i = 0; i < p.Lq; i++)
-            for (int d = 0; d < D; d++) s.q_scores[std::size_t(i) * D + d] = q[std::size_t(i) * D + d] + u[d];
+            for (int d = 0; d < D; d++)
+                s.q_scores[std::size_t(i) * D + d] = q[std::size_t(i) * D + d] + u[d];
         return s.q_scores.data();
     }
     return q;
@@ -104,7 +105,8 @@ void materialize_bias(const Problem &p, int b, int h, float *bias, int ld, bool 
                 const int pi = p.query_position(i);
                 const float *src = qa + std::size_t(i) * rows;
                 float *dst = bias + std::size_t(i) * ld;
-                for (int j = 0; j < Lk; j++) dst[j] = src[p.shaw_row(j - pi)];
+                for (int j = 0; j < Lk; j++)
+                    dst[j] = src[p.shaw_row(j - pi)];
             }
             break;
         }
@@ -114,7 +116,8 @@ void materialize_bias(const Problem &p, int b, int h, float *bias, int ld, bool 
             float *prod = s.products.data(), *q_plus_v = s.q_position.data();
             const float *v = &p.txl_v[std::size_t(h) * D];
             for (int i = 0; i < Lq; i++)
-                for (int d = 0; d < D; d++) q_plus_v[std::size_t(i) * D + d] = q[std::size_t(i) * D + d] + v[d];
+                for (int d = 0; d < D; d++)
+                    q_plus_v[std::size_t(i) * D + d] = q[std::size_t(i) * D + d] + v[d];
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Lk, D, scale, q_plus_v, D,
                         &p.txl_r[std::size_t(h) * Lk * D], D, 0.f, prod, Lk);
             for (int i = 0; i < Lq; i++) {
@@ -123,8 +126,10 @@ void materialize_bias(const Problem &p, int b, int h, float *bias, int ld, bool 
                 float *dst = bias + std::size_t(i) * ld;
                 const int first = Lk - 1 - pi;  // R row of key 0
                 const int last_visible = std::min(pi, Lk - 1);
-                for (int j = 0; j <= last_visible; j++) dst[j] = src[first + j];
-                for (int j = last_visible + 1; j < Lk; j++) dst[j] = src[Lk - 1];
+                for (int j = 0; j <= last_visible; j++)
+                    dst[j] = src[first + j];
+                for (int j = last_visible + 1; j < Lk; j++)
+                    dst[j] = src[Lk - 1];
             }
             break;
         }
@@ -135,7 +140,8 @@ void materialize_bias(const Problem &p, int b, int h, float *bias, int ld, bool 
             float *c2p = s.products.data(), *p2c = s.products2.data();
             const float *pos_key = &p.deberta_pos_key[std::size_t(h) * span2 * D];
             const float *pos_query = &p.deberta_pos_query[std::size_t(h) * span2 * D];
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, span2, D, scale, q, D, pos_key, D, 0.f, c2p, span2);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, span2, D, scale, q, D, pos_key, D, 0.f, c2p,
+                        span2);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lk, span2, D, scale, p.k_head(b, kvh), D, pos_query, D,
                         0.f, p2c, span2);
             for (int i = 0; i < Lq; i++) {
@@ -150,7 +156,8 @@ void materialize_bias(const Problem &p, int b, int h, float *bias, int ld, bool 
             break;
         }
         default:
-            for (int i = 0; i < Lq; i++) std::fill(bias + std::size_t(i) * ld, bias + std::size_t(i) * ld + Lk, 0.f);
+            for (int i = 0; i < Lq; i++)
+                std::fill(bias + std::size_t(i) * ld, bias + std::size_t(i) * ld + Lk, 0.f);
             break;
     }
     if (mask_as_bias && p.config.causal) {
@@ -184,7 +191,8 @@ void shaw_value_term(const Problem &p, const float *probs, int ld, float *out, H
 }
 
 OpenblasAttention::OpenblasAttention(const Problem &p) : p_(p), scratch_(std::size_t(baseline_pool().size())) {
-    for (HeadScratch &s : scratch_) s.allocate(p, true);
+    for (HeadScratch &s : scratch_)
+        s.allocate(p, true);
 }
 
 void OpenblasAttention::run(float *out) {
@@ -201,7 +209,8 @@ void OpenblasAttention::run(float *out) {
             materialize_bias(p, b, h, s.bias.data(), Lk, false, s);
             add_inplace(S, s.bias.data(), std::size_t(Lq) * Lk);
         }
-        for (int i = 0; i < Lq; i++) softmax_row(S + std::size_t(i) * Lk, p.visible_keys(i), Lk);
+        for (int i = 0; i < Lq; i++)
+            softmax_row(S + std::size_t(i) * Lk, p.visible_keys(i), Lk);
         float *o = out + (std::size_t(b) * p.H + h) * Lq * D;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, D, Lk, 1.f, S, Lk, p.v_head(b, kvh), D, 0.f, o, D);
         if (p.config.scheme == SchemeId::Shaw) shaw_value_term(p, S, Lk, o, s);

@@ -15,15 +15,15 @@ namespace attngen_bench {
 
 // Scratch of one worker for one head.
 struct HeadScratch {
-    std::vector<float> q_scores;   // [Lq, D] transformed query (rotated; TXL q + u)
-    std::vector<float> q_position; // [Lq, D] TXL q + v
-    std::vector<float> k_scores;   // [Lk, D] rotated keys
-    std::vector<float> scores;     // [Lq, Lk] (OpenBLAS path)
-    std::vector<float> bias;       // [Lq, Lk] (OpenBLAS path)
-    std::vector<float> products;   // Shaw [Lq, 2K+1]; TXL [Lq, Lk]; DeBERTa c2p [Lq, 2span]
-    std::vector<float> products2;  // DeBERTa p2c [Lk, 2span]
-    std::vector<float> delta_bias; // ALiBi / T5: the bias of each distance j - p_i, [2 Lk - 1]
-    std::vector<float> aggregated; // Shaw: probabilities summed per clipped distance [Lq, 2K+1]
+    std::vector<float> q_scores;    // [Lq, D] transformed query (rotated; TXL q + u)
+    std::vector<float> q_position;  // [Lq, D] TXL q + v
+    std::vector<float> k_scores;    // [Lk, D] rotated keys
+    std::vector<float> scores;      // [Lq, Lk] (OpenBLAS path)
+    std::vector<float> bias;        // [Lq, Lk] (OpenBLAS path)
+    std::vector<float> products;    // Shaw [Lq, 2K+1]; TXL [Lq, Lk]; DeBERTa c2p [Lq, 2span]
+    std::vector<float> products2;   // DeBERTa p2c [Lk, 2span]
+    std::vector<float> delta_bias;  // ALiBi / T5: the bias of each distance j - p_i, [2 Lk - 1]
+    std::vector<float> aggregated;  // Shaw: probabilities summed per clipped distance [Lq, 2K+1]
     // Sizes every buffer this problem needs (scores/bias only when own_scores).
     void allocate(const Problem &p, bool own_scores);
 };

@@ -43,7 +43,8 @@ inline float exp_approx(float x) {
 ATTNGEN_BENCH_CLONES
 void softmax_row(float *row, int valid, int total) {
     float m = row[0];
-    for (int j = 1; j < valid; j++) m = row[j] > m ? row[j] : m;
+    for (int j = 1; j < valid; j++)
+        m = row[j] > m ? row[j] : m;
     float sum = 0;
     for (int j = 0; j < valid; j++) {
         const float e = exp_approx(row[j] - m);
@@ -51,19 +52,23 @@ void softmax_row(float *row, int valid, int total) {
         sum += e;
     }
     const float inv = 1.0f / sum;
-    for (int j = 0; j < valid; j++) row[j] *= inv;
-    for (int j = valid; j < total; j++) row[j] = 0;
+    for (int j = 0; j < valid; j++)
+        row[j] *= inv;
+    for (int j = valid; j < total; j++)
+        row[j] = 0;
 }
 
 ATTNGEN_BENCH_CLONES
 void add_inplace(float *dst, const float *src, std::size_t n) {
-    for (std::size_t i = 0; i < n; i++) dst[i] += src[i];
+    for (std::size_t i = 0; i < n; i++)
+        dst[i] += src[i];
 }
 
 ATTNGEN_BENCH_CLONES
 float sum_range(const float *x, int n) {
     float sum = 0;
-    for (int i = 0; i < n; i++) sum += x[i];
+    for (int i = 0; i < n; i++)
+        sum += x[i];
     return sum;
 }
 
@@ -74,7 +79,8 @@ double sum_floats(const float *x, std::size_t n) {
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = start + block < n ? start + block : n;
         float partial = 0;
-        for (std::size_t i = start; i < end; i++) partial += x[i];
+        for (std::size_t i = start; i < end; i++)
+            partial += x[i];
         total += partial;
     }
     return total;

@@ -36,7 +36,8 @@ void rotate_half(float *row, int64_t head_dim, int64_t position) {
 }
 
 // The textbook computation, one query row at a time, in double precision.
-std::vector<float> naive_attention(const Problem &p, std::vector<float> q, std::vector<float> k, const std::vector<float> &v) {
+std::vector<float> naive_attention(const Problem &p, std::vector<float> q, std::vector<float> k,
+                                   const std::vector<float> &v) {
     const int64_t group = p.heads / p.kv_heads;
     if (p.scheme == ATTNGEN_SCHEME_ROPE) {
         for (int64_t row = 0; row < p.batch * p.heads * p.q_len; row++) {
@@ -47,7 +48,8 @@ std::vector<float> naive_attention(const Problem &p, std::vector<float> q, std::
         }
     }
     std::vector<double> slopes(p.heads);
-    for (int64_t h = 0; h < p.heads; h++) slopes[h] = std::pow(2.0, -8.0 * double(h + 1) / double(p.heads));
+    for (int64_t h = 0; h < p.heads; h++)
+        slopes[h] = std::pow(2.0, -8.0 * double(h + 1) / double(p.heads));
     std::vector<float> out(q.size(), 0.f);
     std::vector<double> scores(p.k_len);
     const double scale = 1.0 / std::sqrt(double(p.head_dim));
@@ -62,16 +64,20 @@ std::vector<float> naive_attention(const Problem &p, std::vector<float> q, std::
                 for (int64_t j = 0; j < visible; j++) {
                     const float *kj = &k[((b * p.kv_heads + g) * p.k_len + j) * p.head_dim];
                     double dot = 0;
-                    for (int64_t d = 0; d < p.head_dim; d++) dot += double(qi[d]) * kj[d];
-                    scores[j] = dot * scale - (p.scheme == ATTNGEN_SCHEME_ALIBI ? slopes[h] * double(position - j) : 0.0);
+                    for (int64_t d = 0; d < p.head_dim; d++)
+                        dot += double(qi[d]) * kj[d];
+                    scores[j] =
+                        dot * scale - (p.scheme == ATTNGEN_SCHEME_ALIBI ? slopes[h] * double(position - j) : 0.0);
                     row_max = std::max(row_max, scores[j]);
                 }
                 double sum = 0;
-                for (int64_t j = 0; j < visible; j++) sum += scores[j] = std::exp(scores[j] - row_max);
+                for (int64_t j = 0; j < visible; j++)
+                    sum += scores[j] = std::exp(scores[j] - row_max);
                 float *oi = &out[((b * p.heads + h) * p.q_len + i) * p.head_dim];
                 for (int64_t d = 0; d < p.head_dim && visible > 0; d++) {
                     double acc = 0;
-                    for (int64_t j = 0; j < visible; j++) acc += scores[j] * v[((b * p.kv_heads + g) * p.k_len + j) * p.head_dim + d];
+                    for (int64_t j = 0; j < visible; j++)
+                        acc += scores[j] * v[((b * p.kv_heads + g) * p.k_len + j) * p.head_dim + d];
                     oi[d] = float(acc / sum);
                 }
             }
@@ -98,7 +104,8 @@ int main() {
         std::vector<float> q(p.batch * p.heads * p.q_len * p.head_dim), k(p.batch * p.kv_heads * p.k_len * p.head_dim),
             v(k.size()), out(q.size());
         for (auto *data : {&q, &k, &v}) {
-            for (float &x : *data) x = normal(rng);
+            for (float &x : *data)
+                x = normal(rng);
         }
         attngen::AttentionDesc desc = attngen::attention_desc(p.scheme, p.mask);
         attngen::RunInfo info{};
@@ -121,19 +128,22 @@ int main() {
         std::vector<float> expected = naive_attention(p, q, k, v);
         const double naive = seconds_since(start);
         double max_error = 0;
-        for (size_t n = 0; n < out.size(); n++) max_error = std::max(max_error, double(std::fabs(out[n] - expected[n])));
+        for (size_t n = 0; n < out.size(); n++)
+            max_error = std::max(max_error, double(std::fabs(out[n] - expected[n])));
         // FLOP count 4 B H Lq Lk D, halved for causal (the masked half is skipped).
         double flops = 4.0 * p.batch * p.heads * p.q_len * p.k_len * p.head_dim;
         if (p.mask == ATTNGEN_MASK_CAUSAL && p.q_len > 1) flops /= 2;
         const bool ok = max_error < 1e-4;
         all_ok = all_ok && ok;
         std::printf("%-22s (B,H,Hkv,Lq,Lk,D)=(%lld,%lld,%lld,%lld,%lld,%lld)\n", p.label, (long long)p.batch,
-                    (long long)p.heads, (long long)p.kv_heads, (long long)p.q_len, (long long)p.k_len, (long long)p.head_dim);
-        std::printf("  attngen  %9.3f ms %8.1f GFLOP/s  kernel %s on %s%s%s\n", best * 1e3, flops / best * 1e-9, info.kernel,
-                    info.device, info.cpu_target[0] ? ", variant " : "", info.cpu_target);
+                    (long long)p.heads, (long long)p.kv_heads, (long long)p.q_len, (long long)p.k_len,
+                    (long long)p.head_dim);
+        std::printf("  attngen  %9.3f ms %8.1f GFLOP/s  kernel %s on %s%s%s\n", best * 1e3, flops / best * 1e-9,
+                    info.kernel, info.device, info.cpu_target[0] ? ", variant " : "", info.cpu_target);
         std::printf("  naive    %9.3f ms %8.2f GFLOP/s  (double, one thread)\n", naive * 1e3, flops / naive * 1e-9);
         std::printf("  speedup %.0fx, max abs error %.2g %s\n\n", naive / best, max_error, ok ? "(ok)" : "(TOO LARGE)");
     }
-    std::printf("%s\n", all_ok ? "all results match the naive reference (atol 1e-4)" : "MISMATCH against the reference");
+    std::printf("%s\n",
+                all_ok ? "all results match the naive reference (atol 1e-4)" : "MISMATCH against the reference");
     return all_ok ? 0 : 1;
 }

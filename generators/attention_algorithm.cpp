@@ -42,8 +42,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.chunk_begin = Func("chunk_begin");
     s.chunk_begin(it, b) = s.key_begin(it, b) / chunk;
     s.chunk_end = Func("chunk_end");
-    s.chunk_end(it, b) = select(s.key_end(it, b) > s.key_begin(it, b), (s.key_end(it, b) + (chunk - 1)) / chunk,
-                                s.chunk_begin(it, b));
+    s.chunk_end(it, b) =
+        select(s.key_end(it, b) > s.key_begin(it, b), (s.key_end(it, b) + (chunk - 1)) / chunk, s.chunk_begin(it, b));
 
     // Query rows of a tile, transformed and scaled. Rows past q_len (the last tile's tail) repeat the
     // last row; their results are never stored.
@@ -67,8 +67,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
     if (bias.defined()) score += bias;
     Expr position = p.query_position(row);
-    Expr allowed = key_index < valid_keys &&
-                   (ctl.mask_kind == kMaskNone || key_index <= position) &&
+    Expr allowed = key_index < valid_keys && (ctl.mask_kind == kMaskNone || key_index <= position) &&
                    (ctl.mask_kind != kMaskSlidingWindow || position - key_index < ctl.window);
     s.scores = Func("scores");
     s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
@@ -100,11 +99,12 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         // Probability mass per clipped distance r - clip of the chunk's visible keys: the one key at
         // each interior distance (a gather, no scatter), the tails summed into rows 0 and 2 clip.
         Expr chunk_start = c * chunk;
-        Expr visible_begin = max(s.key_begin(it, b), chunk_start), visible_end = min(s.key_end(it, b), chunk_start + chunk);
+        Expr visible_begin = max(s.key_begin(it, b), chunk_start),
+             visible_end = min(s.key_end(it, b), chunk_start + chunk);
         Expr key_at_r = p.query_position(row) + r - vt.clip;
         Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
-        Expr interior = select(key_at_r >= visible_begin && key_at_r < visible_end,
-                               s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
+        Expr interior =
+            select(key_at_r >= visible_begin && key_at_r < visible_end, s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
         Expr distance = rj_key - p.query_position(row);
         s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
         s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
@@ -113,8 +113,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
                   s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
         s.value_hist = Func("value_hist");
-        s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0],
-                                                  r == 2 * vt.clip, s.value_tails(ii, c, it, h, b)[1], interior);
+        s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0], r == 2 * vt.clip,
+                                                  s.value_tails(ii, c, it, h, b)[1], interior);
         s.rr = RDom(0, 2 * vt.clip + 1, "rr");
         s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
     }

@@ -55,31 +55,31 @@ struct AttentionControls {
 
 // Every stage of one attention variant, for a schedule to place.
 struct AttentionStages {
-    Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"};            // output index
+    Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"};                // output index
     Halide::Var ii{"ii"}, jj{"jj"}, c{"c"}, it{"it"}, r{"r"};  // row in tile, key in chunk, chunk, tile, table row
-    Halide::RDom rd, rj, rc, rr;                           // over d, keys of a chunk, chunks, value-table rows
+    Halide::RDom rd, rj, rc, rr;                               // over d, keys of a chunk, chunks, value-table rows
 
-    Halide::Func output;       // (d, i, h, b)
-    Halide::Func query_tile;   // (d, ii, it, h, b): transformed, scaled query rows
-    Halide::Func key, value;   // (d, j, g, b): transformed keys; values
+    Halide::Func output;                  // (d, i, h, b)
+    Halide::Func query_tile;              // (d, ii, it, h, b): transformed, scaled query rows
+    Halide::Func key, value;              // (d, j, g, b): transformed keys; values
     Halide::Func key_begin, key_end;      // (it, b): key range a tile can see
     Halide::Func chunk_begin, chunk_end;  // (it, b): chunk range a tile can see
-    Halide::Func qk;           // (ii, jj, c, it, h, b): q.k over d
-    Halide::Func scores;       // (ii, jj, c, it, h, b): scaled, biased, masked
-    Halide::Func chunk_max;    // (ii, c, it, h, b)
-    Halide::Func probs;        // (ii, jj, c, it, h, b): exp(s - chunk max)
-    Halide::Func chunk_sum;    // (ii, c, it, h, b)
-    Halide::Func chunk_acc;    // (d, ii, c, it, h, b): P.V (+ value term)
-    Halide::Func value_tails;  // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip (value term only)
-    Halide::Func value_hist;   // (r, ii, c, it, h, b): P per clipped distance; undefined without a value term
+    Halide::Func qk;                      // (ii, jj, c, it, h, b): q.k over d
+    Halide::Func scores;                  // (ii, jj, c, it, h, b): scaled, biased, masked
+    Halide::Func chunk_max;               // (ii, c, it, h, b)
+    Halide::Func probs;                   // (ii, jj, c, it, h, b): exp(s - chunk max)
+    Halide::Func chunk_sum;               // (ii, c, it, h, b)
+    Halide::Func chunk_acc;               // (d, ii, c, it, h, b): P.V (+ value term)
+    Halide::Func value_tails;             // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip (value term only)
+    Halide::Func value_hist;  // (r, ii, c, it, h, b): P per clipped distance; undefined without a value term
     // Two-pass merge:
-    Halide::Func chunk_state;  // Tuple(acc, max, sum) over (d, ii, c, it, h, b)
-    Halide::Func row_max;      // (ii, it, h, b)
-    Halide::Func chunk_weight; // (ii, c, it, h, b): exp(chunk max - row max)
-    Halide::Func row_sum;      // (ii, it, h, b)
-    Halide::Func row_acc;      // (d, ii, it, h, b)
+    Halide::Func chunk_state;   // Tuple(acc, max, sum) over (d, ii, c, it, h, b)
+    Halide::Func row_max;       // (ii, it, h, b)
+    Halide::Func chunk_weight;  // (ii, c, it, h, b): exp(chunk max - row max)
+    Halide::Func row_sum;       // (ii, it, h, b)
+    Halide::Func row_acc;       // (d, ii, it, h, b)
     // Online merge:
-    Halide::Func online_state; // Tuple(acc, max, sum) over (d, ii, it, h, b), updated per chunk (rc)
+    Halide::Func online_state;  // Tuple(acc, max, sum) over (d, ii, it, h, b), updated per chunk (rc)
     std::vector<HelperStage> helpers;
     std::vector<Halide::Expr> transform_specializations;  // see Scheme::transform_specializations
 

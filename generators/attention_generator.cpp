@@ -58,7 +58,8 @@ public:
 
     void configure() {
         const Type element = element_type();
-        for (Input<Buffer<>> *input : {&q, &k, &v}) input->set_type(element);
+        for (Input<Buffer<>> *input : {&q, &k, &v})
+            input->set_type(element);
         out.set_type(element);
         std::unique_ptr<Scheme> probe = make_scheme(scheme, parse_scheme_options(scheme_options));
         for (const InputSpec &spec : probe->inputs()) {
@@ -76,7 +77,8 @@ public:
             bindings.scheme_inputs.buffers.emplace(entry.first.name, ImageParam(*entry.second));
             bindings.scheme_inputs.channel_dims[entry.first.name] = entry.first.channel_dim;
         }
-        for (auto &entry : scalar_inputs_) bindings.scheme_inputs.scalars.emplace(entry.first, Expr(*entry.second));
+        for (auto &entry : scalar_inputs_)
+            bindings.scheme_inputs.scalars.emplace(entry.first, Expr(*entry.second));
         pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options),
                                               cpu_params().blocking, parse_int_list(fast_head_dims));
         out = pipeline_.output;
@@ -87,10 +89,12 @@ public:
         // other strides before calling.
         for (Input<Buffer<>> *input : {&q, &k, &v}) {
             input->dim(0).set_min(0).set_stride(1);
-            for (int dim = 1; dim < 4; dim++) input->dim(dim).set_min(0);
+            for (int dim = 1; dim < 4; dim++)
+                input->dim(dim).set_min(0);
         }
         out.dim(0).set_min(0).set_stride(1).set_extent(q.dim(0).extent());
-        for (int dim = 1; dim < 4; dim++) out.dim(dim).set_min(0).set_extent(q.dim(dim).extent());
+        for (int dim = 1; dim < 4; dim++)
+            out.dim(dim).set_min(0).set_extent(q.dim(dim).extent());
         kv_len.dim(0).set_min(0);
 
         set_estimates();
@@ -143,7 +147,8 @@ private:
         window.set_estimate(0);
         for (auto &entry : buffer_inputs_) {
             Region estimates;
-            for (int dim = 0; dim < entry.first.dimensions; dim++) estimates.push_back({0, dim == 0 ? 64 : 8});
+            for (int dim = 0; dim < entry.first.dimensions; dim++)
+                estimates.push_back({0, dim == 0 ? 64 : 8});
             entry.second->set_estimates(estimates);
         }
     }

@@ -37,9 +37,9 @@ Expr sinusoid(const Expr &convention, const Expr &c, const Expr &p, const Expr &
 class RopeGenerator : public Generator<RopeGenerator> {
 public:
     GeneratorParam<std::string> pairing{"pairing", "half"};
-    Input<Buffer<float>> x{"x", 4};                   // [B, H, L, D]
+    Input<Buffer<float>> x{"x", 4};                    // [B, H, L, D]
     Input<Buffer<int32_t>> positions{"positions", 2};  // [B, L]
-    Input<Buffer<float>> inv_freq{"inv_freq", 1};     // [rot_dim / 2]
+    Input<Buffer<float>> inv_freq{"inv_freq", 1};      // [rot_dim / 2]
     Input<float> attention_factor{"attention_factor"};
     Output<Buffer<float>> out{"out", 4};
 
@@ -47,8 +47,8 @@ public:
         Var d("d"), n("n"), h("h"), b("b"), f("f");
         Expr rot_dim = 2 * inv_freq.dim(0).extent();
         Expr angle = cast<float>(positions(n, b)) * inv_freq(f);
-        cos_(f, n, b) = cos(angle) * attention_factor;
-        sin_(f, n, b) = sin(angle) * attention_factor;
+        cos_(f, n, b) = sin_cos(angle).cos * attention_factor;
+        sin_(f, n, b) = sin_cos(angle).sin * attention_factor;
         out(d, n, h, b) = rotate(
             pairing.value() == "half" ? Pairing::Half : Pairing::Interleaved, d, rot_dim,
             [&](const Expr &c) { return x(c, n, h, b); }, [&](const Expr &fr) { return cos_(fr, n, b); },
@@ -70,7 +70,7 @@ private:
 
 class XposGenerator : public Generator<XposGenerator> {
 public:
-    Input<Buffer<float>> x{"x", 4};                   // [B, H, L, D]
+    Input<Buffer<float>> x{"x", 4};                    // [B, H, L, D]
     Input<Buffer<int32_t>> positions{"positions", 2};  // [B, L]
     Input<float> scale_base{"scale_base"};
     Input<int32_t> centre{"centre"};
@@ -86,8 +86,8 @@ public:
         Expr position = cast<float>(positions(n, b));
         Expr decay = pow(zeta, (position + cast<float>(centre)) / scale_base);
         decay = select(downscale != 0, 1.f / decay, decay);
-        cos_(f, n, b) = cos(position * inv_freq) * decay;
-        sin_(f, n, b) = sin(position * inv_freq) * decay;
+        cos_(f, n, b) = sin_cos(position * inv_freq).cos * decay;
+        sin_(f, n, b) = sin_cos(position * inv_freq).sin * decay;
         out(d, n, h, b) = rotate(
             Pairing::Interleaved, d, (head_dim / 2) * 2, [&](const Expr &c) { return x(c, n, h, b); },
             [&](const Expr &fr) { return cos_(fr, n, b); }, [&](const Expr &fr) { return sin_(fr, n, b); });
@@ -128,7 +128,7 @@ public:
 
 class AddSinusoidGenerator : public Generator<AddSinusoidGenerator> {
 public:
-    Input<Buffer<float>> x{"x", 3};                   // [B, L, C]
+    Input<Buffer<float>> x{"x", 3};                    // [B, L, C]
     Input<Buffer<int32_t>> positions{"positions", 2};  // [B, L]
     Input<int32_t> convention{"convention"};
     Input<float> base{"base"};
@@ -150,9 +150,9 @@ public:
 
 class AddLearnedGenerator : public Generator<AddLearnedGenerator> {
 public:
-    Input<Buffer<float>> x{"x", 3};                   // [B, L, C]
+    Input<Buffer<float>> x{"x", 3};                    // [B, L, C]
     Input<Buffer<int32_t>> positions{"positions", 2};  // [B, L]
-    Input<Buffer<float>> table{"table", 2};           // [max_positions, C]
+    Input<Buffer<float>> table{"table", 2};            // [max_positions, C]
     Output<Buffer<float>> out{"out", 3};
 
     void generate() {

@@ -33,9 +33,41 @@ inline Halide::Expr deberta_log_bucket(const Halide::Expr &relative, const Halid
     Expr rel = clamp(relative, 1 - max_position, max_position - 1);
     Expr mid = bucket_size / 2;
     Expr magnitude = select(rel < mid && rel > -mid, mid - 1, max(rel, -rel));
-    Expr log_pos = cast<int>(ceil(log(cast<float>(magnitude) / cast<float>(mid)) / log_span * cast<float>(mid - 1))) + mid;
+    Expr log_pos =
+        cast<int>(ceil(log(cast<float>(magnitude) / cast<float>(mid)) / log_span * cast<float>(mid - 1))) + mid;
     Expr sign = select(rel > 0, 1, select(rel < 0, -1, 0));
     return select(magnitude <= mid, rel, log_pos * sign);
+}
+
+// sin and cos of a float32 angle in vector arithmetic. Halide's sin/cos call libm once per lane, which
+// made the per-call RoPE/xPos tables (keys x frequencies) cost more than decode attention itself.
+// Cody-Waite reduction by pi/2 with a six-piece constant of 5-bit pieces (k * piece is exact for
+// |k| < 2^19), then Cephes' minimax polynomials on [-pi/4, pi/4]. Measured against double precision:
+// within 1.2e-7 for |x| < 2e5 (libm's float32 results: 6e-8), 2e-5 up to 1e6.
+struct SinCos {
+    Halide::Expr sin, cos;
+};
+
+inline SinCos sin_cos(const Halide::Expr &x) {
+    using namespace Halide;
+    const float pi_over_2_pieces[] = {1.5625f,
+                                      0.0078125f,
+                                      0.0004730224609375f,
+                                      1.049041748046875e-05f,
+                                      3.129243850708008e-07f,
+                                      9.920935184482005e-10f};
+    Expr k = round(x * 0.636619772367581343f);
+    Expr r = x;
+    for (float piece : pi_over_2_pieces)
+        r = r - k * piece;
+    r = strict_float(r);  // keeps the simplifier from folding the pieces back into one constant
+    Expr r2 = r * r;
+    Expr s = r + r * r2 * (-1.6666654611e-1f + r2 * (8.3321608736e-3f + r2 * -1.9515295891e-4f));
+    Expr c = 1.f - 0.5f * r2 +
+             r2 * r2 * (4.166664568298827e-2f + r2 * (-1.388731625493765e-3f + r2 * 2.443315711809948e-5f));
+    Expr quadrant = cast<int>(k) % 4;  // Halide's % is Euclidean: 0..3 also for negative k
+    return {select(quadrant == 0, s, quadrant == 1, c, quadrant == 2, -s, -c),
+            select(quadrant == 0, c, quadrant == 1, -s, quadrant == 2, -c, s)};
 }
 
 // RoPE pairings: which channel pairs with d, which frequency it uses, and the sign of the partner.

@@ -36,8 +36,8 @@ Halide::Func AttentionProblem::table(const std::string &name) const {
 }
 
 Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
-                                 const Halide::Func &table, const Halide::Expr &table_rows, const Halide::Expr &channels,
-                                 Placement placement) const {
+                                 const Halide::Func &table, const Halide::Expr &table_rows,
+                                 const Halide::Expr &channels, Placement placement) const {
     using namespace Halide;
     Var c("c"), x("x"), i("i"), h("h"), b("b");
     HelperStage stage;
@@ -76,7 +76,8 @@ std::unique_ptr<Scheme> make_scheme(const std::string &name, const SchemeOptions
     auto found = scheme_table().find(name);
     if (found == scheme_table().end()) {
         std::ostringstream known;
-        for (const auto &entry : scheme_table()) known << " " << entry.first;
+        for (const auto &entry : scheme_table())
+            known << " " << entry.first;
         throw std::runtime_error("attngen: unknown scheme '" + name + "'; registered:" + known.str());
     }
     return found->second(options);
@@ -84,7 +85,8 @@ std::unique_ptr<Scheme> make_scheme(const std::string &name, const SchemeOptions
 
 std::vector<std::string> registered_schemes() {
     std::vector<std::string> names;
-    for (const auto &entry : scheme_table()) names.push_back(entry.first);
+    for (const auto &entry : scheme_table())
+        names.push_back(entry.first);
     return names;
 }
 

@@ -18,9 +18,9 @@ namespace attngen {
 struct InputSpec {
     std::string name;
     Halide::Type type;
-    int dimensions;         // 0 for a scalar
-    std::string what;       // shape/meaning, for documentation and error messages
-    int channel_dim = -1;   // Halide dimension indexed by the head channel d, if any
+    int dimensions;        // 0 for a scalar
+    std::string what;      // shape/meaning, for documentation and error messages
+    int channel_dim = -1;  // Halide dimension indexed by the head channel d, if any
 };
 
 // Inputs as bound by the generator (AOT) or the tuner (JIT).
@@ -151,12 +151,12 @@ SchemeOptions parse_scheme_options(const std::string &text);
 // Typed option lookup with a default; throws on a malformed value.
 std::string option_or(const SchemeOptions &options, const std::string &key, const std::string &fallback);
 
-#define ATTNGEN_REGISTER_SCHEME(NAME, FACTORY)                                 \
-    namespace {                                                                \
-    const bool attngen_scheme_registered_##NAME = [] {                         \
-        ::attngen::register_scheme(#NAME, FACTORY);                            \
-        return true;                                                           \
-    }();                                                                       \
+#define ATTNGEN_REGISTER_SCHEME(NAME, FACTORY)         \
+    namespace {                                        \
+    const bool attngen_scheme_registered_##NAME = [] { \
+        ::attngen::register_scheme(#NAME, FACTORY);    \
+        return true;                                   \
+    }();                                               \
     }
 
 }  // namespace attngen

@@ -25,8 +25,8 @@ class WidenBoolLets : public Halide::Internal::IRMutator {
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
                         const CpuScheduleParams &cpu, const GpuScheduleParams &gpu) {
     const bool on_gpu = target.has_gpu_feature();
-    OutputLoops loops = on_gpu ? schedule_output_gpu(pipeline.output, gpu, shape)
-                               : schedule_output_cpu(pipeline.output, cpu, shape);
+    OutputLoops loops =
+        on_gpu ? schedule_output_gpu(pipeline.output, gpu, shape) : schedule_output_cpu(pipeline.output, cpu, shape);
     for (size_t n = 0; n < pipeline.variants.size(); n++) {
         const bool fixed = pipeline.head_dims[n] > 0;
         if (on_gpu) {

@@ -19,10 +19,10 @@ const char *shape_class_name(ShapeClass shape);
 // Tunable parameters of the CPU schedule (schedules/tuned/*.json holds tuned values).
 struct CpuScheduleParams {
     Blocking blocking{32, 256};
-    int vector_width = 16;   // f32 lanes per vector
-    int qk_block_keys = 8;   // keys per QK register block (unrolled)
-    int pv_block_rows = 4;   // rows per P.V register block (unrolled)
-    bool split_keys = false; // decode: parallel over key chunks as well as heads
+    int vector_width = 16;    // f32 lanes per vector
+    int qk_block_keys = 8;    // keys per QK register block (unrolled)
+    int pv_block_rows = 4;    // rows per P.V register block (unrolled)
+    bool split_keys = false;  // decode: parallel over key chunks as well as heads
 };
 
 // Tunable parameters of the GPU schedule.
@@ -36,9 +36,9 @@ GpuScheduleParams default_gpu_params(ShapeClass shape);
 
 // The loops of the output Func at which variant stages are computed.
 struct OutputLoops {
-    Halide::Var task{"task"};   // one parallel task: (query tile, head, batch)
-    Halide::Var tile{"tile"};   // query tile (GPU block)
-    Halide::Var heads{"hb"};    // fused head x batch (GPU block)
+    Halide::Var task{"task"};  // one parallel task: (query tile, head, batch)
+    Halide::Var tile{"tile"};  // query tile (GPU block)
+    Halide::Var heads{"hb"};   // fused head x batch (GPU block)
 };
 
 // CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel.

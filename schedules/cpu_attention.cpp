@@ -15,7 +15,9 @@ ShapeClass parse_shape_class(const std::string &name) {
     throw std::runtime_error("attngen: unknown shape class '" + name + "' (prefill|decode)");
 }
 
-const char *shape_class_name(ShapeClass shape) { return shape == ShapeClass::Prefill ? "prefill" : "decode"; }
+const char *shape_class_name(ShapeClass shape) {
+    return shape == ShapeClass::Prefill ? "prefill" : "decode";
+}
 
 CpuScheduleParams default_cpu_params(ShapeClass shape) {
     CpuScheduleParams params;
@@ -59,7 +61,7 @@ LoopLevel chunk_level(const AttentionStages &s) {
 // registers over the channels; per-call contractions run in parallel over (head, batch).
 void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width) {
     Func out = helper.func, product = helper.product, rows = helper.rows;
-    std::vector<Var> args = out.args();  // x, i, h, b
+    std::vector<Var> args = out.args();       // x, i, h, b
     std::vector<Var> row_args = rows.args();  // c, i, h, b
     Var x_block("x_block"), x_lane("x_lane"), i_block("i_block"), i_lane("i_lane");
     const bool per_call = helper.placement == Placement::PerCall;
@@ -93,7 +95,8 @@ void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int
     if (fixed_head_dim && head_dim && head_dim->value % vector_width == 0) {
         RVar outer("outer"), lane("lane");
         Var lane_v("lane_v");
-        Func partial = helper.product.update().split(helper.channels.x, outer, lane, vector_width).rfactor(lane, lane_v);
+        Func partial =
+            helper.product.update().split(helper.channels.x, outer, lane, vector_width).rfactor(lane, lane_v);
         partial.compute_at(helper.product, helper.product.args()[0]).vectorize(lane_v);
         partial.update().vectorize(lane_v);
         helper.product.update().atomic().vectorize(lane);
@@ -110,7 +113,8 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
             continue;
         }
         if (helper.is_contraction) {
-            schedule_contraction(helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile, vector_width);
+            schedule_contraction(helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile,
+                                 vector_width);
             continue;
         }
         if (args.empty()) {  // a per-call scalar
@@ -118,21 +122,21 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
             continue;
         }
         switch (helper.placement) {
-        case Placement::PerCall:
-            f.compute_root();
-            if (args.size() >= 4) {
-                Var outer("helper_outer");
-                f.fuse(args[args.size() - 2], args.back(), outer).parallel(outer);
-            } else if (args.size() > 1) {
-                f.parallel(args.back());
-            }
-            break;
-        case Placement::PerQueryTile:
-            f.compute_at(per_tile);
-            break;
-        case Placement::PerKeyChunk:
-            f.compute_at(per_chunk);
-            break;
+            case Placement::PerCall:
+                f.compute_root();
+                if (args.size() >= 4) {
+                    Var outer("helper_outer");
+                    f.fuse(args[args.size() - 2], args.back(), outer).parallel(outer);
+                } else if (args.size() > 1) {
+                    f.parallel(args.back());
+                }
+                break;
+            case Placement::PerQueryTile:
+                f.compute_at(per_tile);
+                break;
+            case Placement::PerKeyChunk:
+                f.compute_at(per_chunk);
+                break;
         }
         f.vectorize(args.front(), vector_width, TailStrategy::GuardWithIf);
         for (int u = 0; u < f.num_update_definitions(); u++) {
@@ -143,7 +147,8 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
                 // horizontal sum per output.
                 RVar channel_block("channel_block"), channel_lane("channel_lane");
                 Var lane("lane");
-                Func partial = f.update(u).split(rvars[0], channel_block, channel_lane, vector_width).rfactor(channel_lane, lane);
+                Func partial =
+                    f.update(u).split(rvars[0], channel_block, channel_lane, vector_width).rfactor(channel_lane, lane);
                 partial.compute_at(f, args.front()).vectorize(lane);
                 partial.update().vectorize(lane);
                 if (helper.placement == Placement::PerCall && args.size() >= 4) {
@@ -197,7 +202,8 @@ void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, con
     } else {
         s.key.vectorize(args[0], vw, TailStrategy::GuardWithIf);
     }
-    for (const Expr &condition : s.transform_specializations) s.key.specialize(condition);
+    for (const Expr &condition : s.transform_specializations)
+        s.key.specialize(condition);
 }
 
 void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -299,7 +305,8 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         per_chunk = LoopLevel(s.chunk_state, work);
         per_tile = per_chunk;  // a tile is one row: its per-tile stages are recomputed per chunk
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
-        for (const Expr &condition : s.transform_specializations) s.query_tile.specialize(condition);
+        for (const Expr &condition : s.transform_specializations)
+            s.query_tile.specialize(condition);
     } else {
         if (s.blocking.merge == Merge::TwoPass) s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
@@ -329,7 +336,11 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     s.chunk_acc.compute_at(per_chunk).vectorize(s.d, vw, guard);
     Var d_block("d_block"), d_lane("d_lane");
     if (fixed_head_dim) {
-        s.chunk_acc.update(0).split(s.d, d_block, d_lane, vw).reorder(d_lane, d_block, s.ii, s.rj).vectorize(d_lane).unroll(d_block);
+        s.chunk_acc.update(0)
+            .split(s.d, d_block, d_lane, vw)
+            .reorder(d_lane, d_block, s.ii, s.rj)
+            .vectorize(d_lane)
+            .unroll(d_block);
     } else {
         s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).vectorize(s.d, vw, guard);
     }

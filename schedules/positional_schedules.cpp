@@ -7,7 +7,9 @@ using namespace Halide;
 namespace {
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
-int vector_lanes(const Target &target) { return target.has_feature(Target::AVX512) ? 16 : 8; }
+int vector_lanes(const Target &target) {
+    return target.has_feature(Target::AVX512) ? 16 : 8;
+}
 }  // namespace
 
 void schedule_rotation(Func out, const std::vector<Func> &tables, const Target &target) {
@@ -15,7 +17,8 @@ void schedule_rotation(Func out, const std::vector<Func> &tables, const Target &
     Var rows("rows"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     if (target.has_gpu_feature()) {
         out.gpu_tile(args[0], args[1], xo, yo, xi, yi, 32, 4, kGuard);
-        for (Func table : tables) table.compute_root().gpu_tile(table.args()[0], table.args()[1], xo, yo, xi, yi, 32, 4, kGuard);
+        for (Func table : tables)
+            table.compute_root().gpu_tile(table.args()[0], table.args()[1], xo, yo, xi, yi, 32, 4, kGuard);
         return;
     }
     const int lanes = vector_lanes(target);

@@ -30,14 +30,15 @@ int main() {
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
     for (auto *data : {&q, &k, &v}) {
-        for (float &x : *data) x = normal(rng);
+        for (float &x : *data)
+            x = normal(rng);
     }
     const long before = peak_kib();
     attngen::AttentionDesc desc = attngen::attention_desc(ATTNGEN_SCHEME_SDPA, ATTNGEN_MASK_CAUSAL);
     desc.device = ATTNGEN_DEVICE_CPU;
-    attngen::Status status = attngen::attention(attngen::tensor(q.data(), {B, H, L, D}), attngen::tensor(k.data(), {B, H, L, D}),
-                                                attngen::tensor(v.data(), {B, H, L, D}),
-                                                attngen::tensor(out.data(), {B, H, L, D}), desc);
+    attngen::Status status =
+        attngen::attention(attngen::tensor(q.data(), {B, H, L, D}), attngen::tensor(k.data(), {B, H, L, D}),
+                           attngen::tensor(v.data(), {B, H, L, D}), attngen::tensor(out.data(), {B, H, L, D}), desc);
     const long after = peak_kib();
     if (!status) {
         std::printf("attention failed: %s\n", status.message.c_str());
@@ -55,14 +56,17 @@ int main() {
         double m = -1e300, sum = 0;
         for (int64_t j = 0; j <= i; j++) {
             double dot = 0;
-            for (int64_t d = 0; d < D; d++) dot += double(qi[d]) * k[(h * L + j) * D + d];
+            for (int64_t d = 0; d < D; d++)
+                dot += double(qi[d]) * k[(h * L + j) * D + d];
             s[j] = dot / std::sqrt(double(D));
             m = std::max(m, s[j]);
         }
-        for (double &x : s) sum += x = std::exp(x - m);
+        for (double &x : s)
+            sum += x = std::exp(x - m);
         for (int64_t d = 0; d < D; d++) {
             double acc = 0;
-            for (int64_t j = 0; j <= i; j++) acc += s[j] * v[(h * L + j) * D + d];
+            for (int64_t j = 0; j <= i; j++)
+                acc += s[j] * v[(h * L + j) * D + d];
             worst = std::max(worst, std::fabs(acc / sum - out[(h * L + i) * D + d]));
         }
     }

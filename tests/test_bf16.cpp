@@ -16,14 +16,16 @@ constexpr double kBf16Tol = 1e-2;
 
 std::vector<uint16_t> to_bits(const std::vector<float> &x) {
     std::vector<uint16_t> bits(x.size());
-    for (size_t n = 0; n < x.size(); n++) bits[n] = to_bf16(x[n]);
+    for (size_t n = 0; n < x.size(); n++)
+        bits[n] = to_bf16(x[n]);
     return bits;
 }
 
 // Rounds the case's q, k, v to bf16 in place (so the reference sees what the kernel sees).
 void round_inputs(AttnCase &c) {
     for (auto *data : {&c.q, &c.k, &c.v}) {
-        for (float &x : *data) x = from_bf16(to_bf16(x));
+        for (float &x : *data)
+            x = from_bf16(to_bf16(x));
     }
 }
 
@@ -35,7 +37,8 @@ Status run_bf16(const AttnCase &c, std::vector<float> &out, RunInfo *info = null
                               bf16_tensor(v.data(), {c.batch, c.kv_heads, c.k_len, c.head_dim}),
                               bf16_tensor(o.data(), {c.batch, c.heads, c.q_len, c.head_dim}), desc, info);
     out.resize(o.size());
-    for (size_t n = 0; n < o.size(); n++) out[n] = from_bf16(o[n]);
+    for (size_t n = 0; n < o.size(); n++)
+        out[n] = from_bf16(o[n]);
     return status;
 }
 
@@ -65,12 +68,13 @@ TEST_CASE("bf16: plain attention over shapes, masks and head dims", "[bf16][sdpa
 }
 
 TEST_CASE("bf16: every scheme, prefill and decode", "[bf16][schemes]") {
-    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,
-                                      ATTNGEN_SCHEME_DEBERTA, ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,      ATTNGEN_SCHEME_SHAW,
+                                      ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA, ATTNGEN_SCHEME_ROPE,
+                                      ATTNGEN_SCHEME_XPOS};
     for (const attngen_scheme scheme : schemes) {
         for (const int q_len : {1, 29}) {
-            AttnCase c = make_case(1, 4, scheme == ATTNGEN_SCHEME_TXL || scheme == ATTNGEN_SCHEME_DEBERTA ? 4 : 2, q_len, 45, 64,
-                                   600 + int(scheme) * 7 + q_len);
+            AttnCase c = make_case(1, 4, scheme == ATTNGEN_SCHEME_TXL || scheme == ATTNGEN_SCHEME_DEBERTA ? 4 : 2,
+                                   q_len, 45, 64, 600 + int(scheme) * 7 + q_len);
             c.mask = ATTNGEN_MASK_CAUSAL;
             set_random_scheme(c, scheme, 700 + int(scheme));
             check_bf16(c);
@@ -99,7 +103,7 @@ TEST_CASE("bf16: mixed element types and GPU devices are clear errors", "[bf16][
 TEST_CASE("bf16: conversions round to nearest even", "[bf16]") {
     CHECK(to_bf16(1.0f) == 0x3f80);
     CHECK(from_bf16(0x3f80) == 1.0f);
-    CHECK(to_bf16(1.00390625f) == 0x3f80);   // halfway, even stays
-    CHECK(to_bf16(1.01171875f) == 0x3f82);   // halfway, odd rounds up
+    CHECK(to_bf16(1.00390625f) == 0x3f80);  // halfway, even stays
+    CHECK(to_bf16(1.01171875f) == 0x3f82);  // halfway, odd rounds up
     CHECK(std::isnan(from_bf16(to_bf16(std::nanf("")))));
 }

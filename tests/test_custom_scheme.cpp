@@ -85,7 +85,8 @@ TEST_CASE("custom scheme: missing, misshapen and unknown inputs are clear errors
     NamedInputs inputs;
     inputs.tensors["kerple_r1"] = tensor(r1.data(), {2});
     const AttentionDesc controls = attention_desc();
-    Status status = attention("kerple", "", q_tensor(c), k_tensor(c), v_tensor(c), out_tensor(c, out), controls, inputs);
+    Status status =
+        attention("kerple", "", q_tensor(c), k_tensor(c), v_tensor(c), out_tensor(c, out), controls, inputs);
     CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
     CHECK(status.message.find("kerple_r2") != std::string::npos);
 
@@ -95,7 +96,8 @@ TEST_CASE("custom scheme: missing, misshapen and unknown inputs are clear errors
     CHECK(status.message.find("kerple_r2") != std::string::npos);
     CHECK(status.message.find("rank") != std::string::npos);
 
-    status = attention("no_such_scheme", "", q_tensor(c), k_tensor(c), v_tensor(c), out_tensor(c, out), controls, inputs);
+    status =
+        attention("no_such_scheme", "", q_tensor(c), k_tensor(c), v_tensor(c), out_tensor(c, out), controls, inputs);
     CHECK(status.code == ATTNGEN_ERROR_UNSUPPORTED);
     CHECK(status.message.find("no_such_scheme") != std::string::npos);
     CHECK(out == std::vector<float>(c.q_size(), 0.f));

@@ -47,25 +47,8 @@ std::size_t AttnCase::kv_size() const {
 
 namespace {
 const char *scheme_label(attngen_scheme s) {
-    switch (s) {
-        case ATTNGEN_SCHEME_SDPA:
-            return "sdpa";
-        case ATTNGEN_SCHEME_ALIBI:
-            return "alibi";
-        case ATTNGEN_SCHEME_T5:
-            return "t5";
-        case ATTNGEN_SCHEME_SHAW:
-            return "shaw";
-        case ATTNGEN_SCHEME_TXL:
-            return "txl";
-        case ATTNGEN_SCHEME_DEBERTA:
-            return "deberta";
-        case ATTNGEN_SCHEME_ROPE:
-            return "rope";
-        case ATTNGEN_SCHEME_XPOS:
-            return "xpos";
-    }
-    return "?";
+    const char *name = attngen_scheme_name(s);
+    return name ? name : "?";
 }
 const char *mask_label(attngen_mask m) {
     switch (m) {

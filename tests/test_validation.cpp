@@ -362,6 +362,8 @@ TEST_CASE("validation: unknown scheme and device enums", "[validation][controls]
     Fixture f;
     f.desc.scheme = raw_enum<attngen_scheme>(42);
     expect_invalid(f, {"desc.scheme", "42", "not a known scheme"});
+    CHECK(attngen_scheme_name(raw_enum<attngen_scheme>(42)) == nullptr);
+    CHECK(std::string(attngen_scheme_name(ATTNGEN_SCHEME_DEBERTA)) == "deberta");
     Fixture g;
     g.desc.device = raw_enum<attngen_device>(9);
     expect_invalid(g, {"desc.device", "9"});

@@ -54,7 +54,9 @@ struct CaseFailure {
     std::string message;
 };
 
-[[noreturn]] void case_fail(const std::string &message) { throw CaseFailure{message}; }
+[[noreturn]] void case_fail(const std::string &message) {
+    throw CaseFailure{message};
+}
 
 // Outcome of one case: what was checked, the worst error of each check.
 struct Report {
@@ -112,7 +114,9 @@ std::optional<double> from_name(const GoldenCase &c, const std::string &pattern)
     return std::nullopt;
 }
 
-bool name_has(const GoldenCase &c, const std::string &word) { return c.name.find(word) != std::string::npos; }
+bool name_has(const GoldenCase &c, const std::string &word) {
+    return c.name.find(word) != std::string::npos;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Tensors and checks.
@@ -123,11 +127,14 @@ CaseTensor read_tensor(const json &node) {
     t.shape = node.at("shape").get<std::vector<int64_t>>();
     const json &data = node.at("data");
     t.data.reserve(data.size());
-    for (const json &value : data) t.data.push_back(value.get<double>());
+    for (const json &value : data)
+        t.data.push_back(value.get<double>());
     return t;
 }
 
-std::vector<float> as_f32(const CaseTensor &t) { return std::vector<float>(t.data.begin(), t.data.end()); }
+std::vector<float> as_f32(const CaseTensor &t) {
+    return std::vector<float>(t.data.begin(), t.data.end());
+}
 
 double tolerance_from_note(const GoldenCase &c, double fallback) {
     if (!c.meta.contains("tolerance_note")) return fallback;
@@ -156,13 +163,14 @@ void expect_close(Report &report, const std::string &what, const std::vector<flo
     }
     if (worst_index >= 0) {
         case_fail(what + ": max abs error " + format_error(worst) + " exceeds atol=rtol=" + format_error(atol) +
-                  " (first at flat index " + std::to_string(worst_index) + ": got " +
-                  std::to_string(got[worst_index]) + ", want " + std::to_string(want.data[worst_index]) + ")");
+                  " (first at flat index " + std::to_string(worst_index) + ": got " + std::to_string(got[worst_index]) +
+                  ", want " + std::to_string(want.data[worst_index]) + ")");
     }
     report.checks.push_back(what + " " + format_error(worst));
 }
 
-void expect_equal_ints(Report &report, const std::string &what, const std::vector<int32_t> &got, const CaseTensor &want) {
+void expect_equal_ints(Report &report, const std::string &what, const std::vector<int32_t> &got,
+                       const CaseTensor &want) {
     if (int64_t(got.size()) != want.size()) case_fail(what + ": size mismatch");
     int64_t mismatches = 0, first = -1;
     for (int64_t n = 0; n < want.size(); n++) {
@@ -172,8 +180,8 @@ void expect_equal_ints(Report &report, const std::string &what, const std::vecto
         }
     }
     if (mismatches) {
-        case_fail(what + ": " + std::to_string(mismatches) + " mismatches (first at " + std::to_string(first) + ": got " +
-                  std::to_string(got[first]) + ", want " + std::to_string(int64_t(want.data[first])) + ")");
+        case_fail(what + ": " + std::to_string(mismatches) + " mismatches (first at " + std::to_string(first) +
+                  ": got " + std::to_string(got[first]) + ", want " + std::to_string(int64_t(want.data[first])) + ")");
     }
     report.checks.push_back(what + " exact");
 }
@@ -200,7 +208,8 @@ void detect_mask(const GoldenCase &c, const Shape &s, attngen_attention_desc &de
     if (!c.has("mask_allowed")) {
         // Without the ground truth: the params, else the scheme's reference (decoders are causal).
         std::optional<double> causal = number_param(c, {"causal", "is_causal"});
-        if (!causal) causal = (c.scheme == "rope" || c.scheme == "xpos" || c.scheme == "alibi" || c.scheme == "txl") ? 1 : 0;
+        if (!causal)
+            causal = (c.scheme == "rope" || c.scheme == "xpos" || c.scheme == "alibi" || c.scheme == "txl") ? 1 : 0;
         desc.mask = *causal != 0 ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE;
         report.notes.push_back(std::string("no mask_allowed: ") + (*causal != 0 ? "causal" : "no mask"));
         return;
@@ -264,7 +273,8 @@ struct AttentionRun {
         t.data = ints.back().data();
         t.dtype = ATTNGEN_INT32;
         t.rank = int32_t(shape.size());
-        for (size_t d = 0; d < shape.size(); d++) t.shape[d] = shape[d];
+        for (size_t d = 0; d < shape.size(); d++)
+            t.shape[d] = shape[d];
         return t;
     }
 };
@@ -298,20 +308,24 @@ std::vector<float> execute(AttentionRun &run, Report &report) {
     if (g_bf16) {
         auto to_bf16 = [](const std::vector<float> &x) {
             std::vector<uint16_t> bits(x.size());
-            for (size_t n = 0; n < x.size(); n++) bits[n] = attngen::to_bf16(x[n]);
+            for (size_t n = 0; n < x.size(); n++)
+                bits[n] = attngen::to_bf16(x[n]);
             return bits;
         };
         std::vector<uint16_t> q = to_bf16(run.q), k = to_bf16(run.k), v = to_bf16(run.v), out(run.out.size());
         status = attngen::attention(attngen::bf16_tensor(q.data(), {s.batch, s.heads, s.q_len, s.head_dim}),
                                     attngen::bf16_tensor(k.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
                                     attngen::bf16_tensor(v.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
-                                    attngen::bf16_tensor(out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc, &info);
-        for (size_t n = 0; n < out.size(); n++) run.out[n] = attngen::from_bf16(out[n]);
+                                    attngen::bf16_tensor(out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc,
+                                    &info);
+        for (size_t n = 0; n < out.size(); n++)
+            run.out[n] = attngen::from_bf16(out[n]);
     } else {
         status = attngen::attention(attngen::tensor(run.q.data(), {s.batch, s.heads, s.q_len, s.head_dim}),
                                     attngen::tensor(run.k.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
                                     attngen::tensor(run.v.data(), {s.batch, s.kv_heads, s.k_len, s.head_dim}),
-                                    attngen::tensor(run.out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc, &info);
+                                    attngen::tensor(run.out.data(), {s.batch, s.heads, s.q_len, s.head_dim}), run.desc,
+                                    &info);
     }
     require_ok(status, "attention");
     report.notes.push_back(std::string(info.kernel));
@@ -319,15 +333,19 @@ std::vector<float> execute(AttentionRun &run, Report &report) {
 }
 
 // The tolerance of an attention output check: the case's (float32) or bfloat16's.
-double out_tolerance(double f32_tolerance) { return g_bf16 ? std::max(f32_tolerance, kBf16Tolerance) : f32_tolerance; }
+double out_tolerance(double f32_tolerance) {
+    return g_bf16 ? std::max(f32_tolerance, kBf16Tolerance) : f32_tolerance;
+}
 
 // Position ids tensor [batch, len] (or [1, len] / [len], broadcast over batch).
 std::vector<int32_t> position_ids(const GoldenCase &c, const std::string &name, int64_t batch, int64_t length) {
     const CaseTensor &t = c.at(name);
-    if (t.size() != length && t.size() != batch * length) case_fail(name + " has " + std::to_string(t.size()) + " values");
+    if (t.size() != length && t.size() != batch * length)
+        case_fail(name + " has " + std::to_string(t.size()) + " values");
     std::vector<int32_t> ids(batch * length);
     for (int64_t b = 0; b < batch; b++) {
-        for (int64_t n = 0; n < length; n++) ids[b * length + n] = int32_t(std::llround(t.data[(t.size() == length ? 0 : b * length) + n]));
+        for (int64_t n = 0; n < length; n++)
+            ids[b * length + n] = int32_t(std::llround(t.data[(t.size() == length ? 0 : b * length) + n]));
     }
     return ids;
 }
@@ -339,7 +357,8 @@ constexpr double kTolerance = 1e-4;
 
 void run_sdpa(const GoldenCase &c, attngen_device device, Report &report) {
     AttentionRun run = prepare_attention(c, ATTNGEN_SCHEME_SDPA, device, report);
-    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance),
+                 out_tolerance(kTolerance));
 }
 
 void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
@@ -357,7 +376,8 @@ void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
         std::vector<float> got(slopes.begin(), slopes.end());
         if (f64) {
             double worst = 0;
-            for (int h = 0; h < heads; h++) worst = std::max(worst, std::fabs(slopes[h] - tensor.data[h]));
+            for (int h = 0; h < heads; h++)
+                worst = std::max(worst, std::fabs(slopes[h] - tensor.data[h]));
             if (worst > 1e-12) case_fail(name + ": max abs error " + format_error(worst));
             report.checks.push_back(name + " " + format_error(worst));
         } else {
@@ -371,7 +391,8 @@ void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
     std::vector<double> slopes = attngen::alibi_slopes(int(s.heads));
     if (c.has("slopes_f64")) {
         double worst = 0;
-        for (int64_t h = 0; h < s.heads; h++) worst = std::max(worst, std::fabs(slopes[h] - c.at("slopes_f64").data[h]));
+        for (int64_t h = 0; h < s.heads; h++)
+            worst = std::max(worst, std::fabs(slopes[h] - c.at("slopes_f64").data[h]));
         if (worst > 1e-12) case_fail("slopes_f64: max abs error " + format_error(worst));
         report.checks.push_back("slopes " + format_error(worst));
     }
@@ -380,7 +401,8 @@ void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
         const CaseTensor &bias = c.at("alibi");
         std::vector<float> got;
         for (int64_t bh = 0; bh < s.batch * s.heads; bh++) {
-            for (int64_t j = 0; j < s.k_len; j++) got.push_back(float(slopes[bh % s.heads] * double(j)));
+            for (int64_t j = 0; j < s.k_len; j++)
+                got.push_back(float(slopes[bh % s.heads] * double(j)));
         }
         expect_close(report, "alibi", got, bias, 1e-5, kTolerance);
     }
@@ -400,7 +422,8 @@ void run_alibi(const GoldenCase &c, attngen_device device, Report &report) {
     }
     std::vector<float> out = execute(run, report);
     expect_close(report, "out", out, c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
-    if (c.has("out_bloom")) expect_close(report, "out_bloom", out, c.at("out_bloom"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    if (c.has("out_bloom"))
+        expect_close(report, "out_bloom", out, c.at("out_bloom"), out_tolerance(kTolerance), out_tolerance(kTolerance));
 }
 
 void run_sinusoidal(const GoldenCase &c, attngen_device, Report &report) {
@@ -425,7 +448,8 @@ void run_sinusoidal(const GoldenCase &c, attngen_device, Report &report) {
     std::vector<float> table(std::max<int64_t>(int64_t(*length) * std::max(columns, 1), 1));
     attngen_tensor out = attngen::tensor(table.data(), {int64_t(*length), int64_t(std::max(columns, 1))});
     char message[512];
-    attngen_status status = attngen_sinusoid_table(convention, int32_t(*channels), 0, base, &out, message, sizeof message);
+    attngen_status status =
+        attngen_sinusoid_table(convention, int32_t(*channels), 0, base, &out, message, sizeof message);
     if (c.meta.contains("reference_error")) {
         if (status == ATTNGEN_OK) case_fail("the reference rejects these parameters, attngen accepted them");
         report.notes.push_back(std::string("reference rejected; attngen rejects too: ") + message);
@@ -445,15 +469,19 @@ void run_t5(const GoldenCase &c, attngen_device device, Report &report) {
         bool any = false;
         for (const auto &[name, t] : c.tensors) {
             if (name == "relative_position" || t.dtype != "int64") continue;
-            const bool unidirectional = name.find("uni") != std::string::npos || name.find("decoder") != std::string::npos;
-            const bool bidirectional_name = name.find("bidir") != std::string::npos || name.find("encoder") != std::string::npos;
-            if (!unidirectional && !bidirectional_name) case_fail("cannot tell the direction of bucket tensor '" + name + "'");
+            const bool unidirectional =
+                name.find("uni") != std::string::npos || name.find("decoder") != std::string::npos;
+            const bool bidirectional_name =
+                name.find("bidir") != std::string::npos || name.find("encoder") != std::string::npos;
+            if (!unidirectional && !bidirectional_name)
+                case_fail("cannot tell the direction of bucket tensor '" + name + "'");
             const bool bidirectional = !unidirectional;
             any = true;
             std::vector<int32_t> got;
             for (double r : relative.data) {
                 attngen::Status status;
-                got.push_back(attngen::t5_bucket(int(std::llround(r)), bidirectional, num_buckets_default, max_distance, &status));
+                got.push_back(attngen::t5_bucket(int(std::llround(r)), bidirectional, num_buckets_default, max_distance,
+                                                 &status));
                 require_ok(status, "t5_bucket");
             }
             expect_equal_ints(report, name, got, t);
@@ -466,7 +494,8 @@ void run_t5(const GoldenCase &c, attngen_device device, Report &report) {
     std::string table_name = "rel_bias_table";
     if (!c.has(table_name)) {
         for (const auto &[name, t] : c.tensors) {
-            if (t.shape.size() == 2 && t.shape[1] == s.heads && name.find("bias") != std::string::npos) table_name = name;
+            if (t.shape.size() == 2 && t.shape[1] == s.heads && name.find("bias") != std::string::npos)
+                table_name = name;
         }
     }
     const CaseTensor &table = c.at(table_name);
@@ -484,12 +513,14 @@ void run_t5(const GoldenCase &c, attngen_device device, Report &report) {
         std::vector<int32_t> got;
         for (int64_t i = 0; i < s.q_len; i++) {
             for (int64_t j = 0; j < s.k_len; j++) {
-                got.push_back(attngen::t5_bucket(int(j - (s.k_len - s.q_len + i)), *bidirectional != 0, num_buckets, max_distance));
+                got.push_back(attngen::t5_bucket(int(j - (s.k_len - s.q_len + i)), *bidirectional != 0, num_buckets,
+                                                 max_distance));
             }
         }
         expect_equal_ints(report, "bucket", got, c.at("bucket"));
     }
-    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance),
+                 out_tolerance(kTolerance));
 }
 
 // RoPE parameters of a case: pairing, rot_dim, base and scaling, from params or the case name.
@@ -497,7 +528,8 @@ attngen_rope_params rope_params_of(const GoldenCase &c, int64_t head_dim, Report
     attngen_rope_params rope = attngen::rope_params();
     std::string pairing = string_param(c, {"pairing", "rope_pairing"}).value_or("");
     if (pairing.empty()) pairing = (name_has(c, "gptj") || name_has(c, "interleav")) ? "interleaved" : "half";
-    rope.pairing = pairing.find("inter") != std::string::npos || pairing == "gptj" ? ATTNGEN_ROPE_INTERLEAVED : ATTNGEN_ROPE_HALF;
+    rope.pairing =
+        pairing.find("inter") != std::string::npos || pairing == "gptj" ? ATTNGEN_ROPE_INTERLEAVED : ATTNGEN_ROPE_HALF;
     std::optional<double> rot_dim = number_param(c, {"rot_dim", "rotary_dim", "rotary_ndims"});
     if (!rot_dim) {
         if (std::optional<double> fraction = number_param(c, {"rotary_pct", "partial_rotary_factor"})) {
@@ -505,30 +537,39 @@ attngen_rope_params rope_params_of(const GoldenCase &c, int64_t head_dim, Report
         }
     }
     if (!rot_dim) rot_dim = from_name(c, R"(_rot(\d+))");
-    if (!rot_dim) rot_dim = from_name(c, R"(pct([0-9.]+))").has_value()
-                                ? std::optional<double>(double(int64_t(double(head_dim) * *from_name(c, R"(pct([0-9.]+))"))))
-                                : std::nullopt;
+    if (!rot_dim)
+        rot_dim = from_name(c, R"(pct([0-9.]+))").has_value()
+                      ? std::optional<double>(double(int64_t(double(head_dim) * *from_name(c, R"(pct([0-9.]+))"))))
+                      : std::nullopt;
     rope.rot_dim = int32_t(rot_dim.value_or(double(head_dim)));
     std::optional<double> base = number_param(c, {"rope_theta", "theta", "base", "rotary_emb_base"});
     if (!base) {
         std::smatch match;
-        if (std::regex_search(c.name, match, std::regex(R"(theta([0-9]+(?:\.[0-9]+)?e[0-9]+))"))) base = std::stod(match[1].str());
+        if (std::regex_search(c.name, match, std::regex(R"(theta([0-9]+(?:\.[0-9]+)?e[0-9]+))")))
+            base = std::stod(match[1].str());
     }
     rope.base = base.value_or(10000.0);
     std::string type = string_param(c, {"rope_type", "type", "scaling_type"}).value_or("");
     if (type.empty()) {
-        if (name_has(c, "llama3")) type = "llama3";
-        else if (name_has(c, "dynamic")) type = "dynamic";
-        else if (name_has(c, "linear")) type = "linear";
-        else if (name_has(c, "yarn")) type = "yarn";
-        else type = "default";
+        if (name_has(c, "llama3"))
+            type = "llama3";
+        else if (name_has(c, "dynamic"))
+            type = "dynamic";
+        else if (name_has(c, "linear"))
+            type = "linear";
+        else if (name_has(c, "yarn"))
+            type = "yarn";
+        else
+            type = "default";
     }
     if (type == "linear") {
         rope.scaling = ATTNGEN_ROPE_SCALING_LINEAR;
-        rope.factor = number_param(c, {"factor", "scaling_factor"}).value_or(from_name(c, R"(factor([0-9.]+))").value_or(1));
+        rope.factor =
+            number_param(c, {"factor", "scaling_factor"}).value_or(from_name(c, R"(factor([0-9.]+))").value_or(1));
     } else if (type == "dynamic" || type == "dynamic_ntk") {
         rope.scaling = ATTNGEN_ROPE_SCALING_DYNAMIC_NTK;
-        rope.factor = number_param(c, {"factor", "scaling_factor"}).value_or(from_name(c, R"(factor([0-9.]+))").value_or(1));
+        rope.factor =
+            number_param(c, {"factor", "scaling_factor"}).value_or(from_name(c, R"(factor([0-9.]+))").value_or(1));
         rope.max_position_embeddings =
             int32_t(number_param(c, {"max_position_embeddings"}).value_or(from_name(c, R"(mpe(\d+))").value_or(2048)));
     } else if (type == "llama3") {
@@ -536,11 +577,13 @@ attngen_rope_params rope_params_of(const GoldenCase &c, int64_t head_dim, Report
         rope.factor = number_param(c, {"factor"}).value_or(8);
         rope.low_freq_factor = number_param(c, {"low_freq_factor"}).value_or(1);
         rope.high_freq_factor = number_param(c, {"high_freq_factor"}).value_or(4);
-        rope.original_max_position_embeddings = int32_t(number_param(c, {"original_max_position_embeddings"}).value_or(8192));
+        rope.original_max_position_embeddings =
+            int32_t(number_param(c, {"original_max_position_embeddings"}).value_or(8192));
     } else if (type == "yarn") {
         rope.scaling = ATTNGEN_ROPE_SCALING_YARN;
         rope.factor = number_param(c, {"factor"}).value_or(1);
-        rope.original_max_position_embeddings = int32_t(number_param(c, {"original_max_position_embeddings"}).value_or(4096));
+        rope.original_max_position_embeddings =
+            int32_t(number_param(c, {"original_max_position_embeddings"}).value_or(4096));
         rope.beta_fast = number_param(c, {"beta_fast"}).value_or(0);
         rope.beta_slow = number_param(c, {"beta_slow"}).value_or(0);
         rope.attention_factor = number_param(c, {"attention_factor"}).value_or(0);
@@ -559,16 +602,20 @@ void run_rope(const GoldenCase &c, attngen_device device, Report &report) {
     attngen_rope_params rope = rope_params_of(c, s.head_dim, report);
     std::vector<int32_t> q_ids, k_ids;
     for (int64_t b = 0; b < s.batch; b++) {
-        for (int64_t i = 0; i < s.q_len; i++) q_ids.push_back(int32_t(s.k_len - s.q_len + i));
+        for (int64_t i = 0; i < s.q_len; i++)
+            q_ids.push_back(int32_t(s.k_len - s.q_len + i));
     }
     for (int64_t b = 0; b < s.batch; b++) {
-        for (int64_t j = 0; j < s.k_len; j++) k_ids.push_back(int32_t(j));
+        for (int64_t j = 0; j < s.k_len; j++)
+            k_ids.push_back(int32_t(j));
     }
     if (c.has("position_ids_q")) q_ids = position_ids(c, "position_ids_q", s.batch, s.q_len);
     if (c.has("position_ids_k")) k_ids = position_ids(c, "position_ids_k", s.batch, s.k_len);
     int32_t max_position = 0;
-    for (int32_t id : q_ids) max_position = std::max(max_position, id);
-    for (int32_t id : k_ids) max_position = std::max(max_position, id);
+    for (int32_t id : q_ids)
+        max_position = std::max(max_position, id);
+    for (int32_t id : k_ids)
+        max_position = std::max(max_position, id);
 
     // inv_freq: the stored tensor is the module's buffer (linear scaling divides positions instead).
     if (c.has("inv_freq")) {
@@ -577,7 +624,8 @@ void run_rope(const GoldenCase &c, attngen_device device, Report &report) {
         require_ok(status, "rope_inv_freq");
         std::vector<float> compared = inv_freq;
         if (rope.scaling == ATTNGEN_ROPE_SCALING_LINEAR) {
-            for (float &f : compared) f = float(f * rope.factor);
+            for (float &f : compared)
+                f = float(f * rope.factor);
         }
         try {
             expect_close(report, "inv_freq", compared, c.at("inv_freq"), 1e-7, 1e-5);
@@ -591,8 +639,8 @@ void run_rope(const GoldenCase &c, attngen_device device, Report &report) {
         }
     }
     // Rotated q and k through the standalone kernel.
-    for (const auto &[input, ids, length, heads, name] :
-         {std::tuple{&run.q, &q_ids, s.q_len, s.heads, "q_rot"}, std::tuple{&run.k, &k_ids, s.k_len, s.kv_heads, "k_rot"}}) {
+    for (const auto &[input, ids, length, heads, name] : {std::tuple{&run.q, &q_ids, s.q_len, s.heads, "q_rot"},
+                                                          std::tuple{&run.k, &k_ids, s.k_len, s.kv_heads, "k_rot"}}) {
         if (!c.has(name)) continue;
         std::vector<float> rotated(input->size());
         attngen_tensor x = attngen::tensor(input->data(), {s.batch, heads, length, s.head_dim});
@@ -617,11 +665,13 @@ void run_xpos(const GoldenCase &c, attngen_device device, Report &report) {
     const int64_t offset = int64_t(number_param(c, {"offset"}).value_or(double(s.k_len - s.q_len)));
     auto floor_div2 = [](int64_t n) { return n >= 0 ? n / 2 : -((-n + 1) / 2); };
     for (const auto &[input, first, length, heads, downscale, name] :
-         {std::tuple{&run.q, offset, s.q_len, s.heads, 0, "q_xpos"}, std::tuple{&run.k, int64_t(0), s.k_len, s.kv_heads, 1, "k_xpos"}}) {
+         {std::tuple{&run.q, offset, s.q_len, s.heads, 0, "q_xpos"},
+          std::tuple{&run.k, int64_t(0), s.k_len, s.kv_heads, 1, "k_xpos"}}) {
         if (!c.has(name)) continue;
         std::vector<int32_t> ids;
         for (int64_t b = 0; b < s.batch; b++) {
-            for (int64_t n = 0; n < length; n++) ids.push_back(int32_t(first + n));
+            for (int64_t n = 0; n < length; n++)
+                ids.push_back(int32_t(first + n));
         }
         const int32_t centre = int32_t(floor_div2(-(length + first)));
         std::vector<float> rotated(input->size());
@@ -635,7 +685,8 @@ void run_xpos(const GoldenCase &c, attngen_device device, Report &report) {
         expect_close(report, name, rotated, c.at(name), kTolerance, kTolerance);
     }
     run.desc.xpos_scale_base = scale_base;
-    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance),
+                 out_tolerance(kTolerance));
 }
 
 // A [2K+1, head_dim] float32 table whose name mentions one of `words` (Shaw's key / value tables).
@@ -660,7 +711,8 @@ void run_shaw(const GoldenCase &c, attngen_device device, Report &report) {
     run.desc.shaw_keys = run.table(c.at(*keys));
     if (values) run.desc.shaw_values = run.table(c.at(*values));
     report.notes.push_back("K=" + std::to_string((c.at(*keys).shape[0] - 1) / 2));
-    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance),
+                 out_tolerance(kTolerance));
 }
 
 std::string first_tensor(const GoldenCase &c, const std::vector<std::string> &names) {
@@ -676,7 +728,8 @@ void run_txl(const GoldenCase &c, attngen_device device, Report &report) {
     run.desc.txl_u = run.table(c.at(first_tensor(c, {"r_w_bias", "u", "txl_u"})));
     run.desc.txl_v = run.table(c.at(first_tensor(c, {"r_r_bias", "v_bias", "txl_v"})));
     report.notes.push_back("mem " + std::to_string(run.shape.k_len - run.shape.q_len));
-    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance),
+                 out_tolerance(kTolerance));
 }
 
 void run_deberta(const GoldenCase &c, attngen_device device, Report &report) {
@@ -721,29 +774,33 @@ void run_deberta(const GoldenCase &c, attngen_device device, Report &report) {
     for (int64_t i = 0; i < s.q_len; i++) {
         for (int64_t j = 0; j < s.k_len; j++) {
             const int64_t rel = (s.k_len - s.q_len + i) - j;
-            const int32_t bucket = bucketed ? attngen::deberta_bucket(int(rel), int(*buckets), int(*max_position)) : int32_t(rel);
+            const int32_t bucket =
+                bucketed ? attngen::deberta_bucket(int(rel), int(*buckets), int(*max_position)) : int32_t(rel);
             relative.push_back(bucket);
             index.push_back(int32_t(std::clamp<int64_t>(bucket + span, 0, 2 * span - 1)));
         }
     }
     if (c.has("relative_position")) expect_equal_ints(report, "relative_position", relative, c.at("relative_position"));
     if (c.has("c2p_index")) expect_equal_ints(report, "c2p_index", index, c.at("c2p_index"));
-    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance), out_tolerance(kTolerance));
+    expect_close(report, "out", execute(run, report), c.at("out"), out_tolerance(kTolerance),
+                 out_tolerance(kTolerance));
 }
 
 using Handler = std::function<void(const GoldenCase &, attngen_device, Report &)>;
 
 const std::map<std::string, Handler> &handlers() {
     static const std::map<std::string, Handler> table = {
-        {"sdpa", run_sdpa},       {"alibi", run_alibi}, {"sinusoidal", run_sinusoidal}, {"t5", run_t5},
-        {"rope", run_rope},       {"xpos", run_xpos},   {"shaw", run_shaw},             {"txl", run_txl},
-        {"deberta", run_deberta},
+        {"sdpa", run_sdpa}, {"alibi", run_alibi}, {"sinusoidal", run_sinusoidal},
+        {"t5", run_t5},     {"rope", run_rope},   {"xpos", run_xpos},
+        {"shaw", run_shaw}, {"txl", run_txl},     {"deberta", run_deberta},
     };
     return table;
 }
 
 // A case whose reference rejected its parameters passes when attngen rejects them too.
-bool reference_rejected(const GoldenCase &c) { return c.meta.contains("reference_error"); }
+bool reference_rejected(const GoldenCase &c) {
+    return c.meta.contains("reference_error");
+}
 
 GoldenCase load_case(const fs::path &path) {
     std::ifstream in(path);
@@ -753,16 +810,18 @@ GoldenCase load_case(const fs::path &path) {
     c.scheme = c.meta.value("scheme", "");
     c.name = c.meta.value("case", path.stem().string());
     if (document.contains("tensors")) {
-        for (const auto &item : document["tensors"].items()) c.tensors[item.key()] = read_tensor(item.value());
+        for (const auto &item : document["tensors"].items())
+            c.tensors[item.key()] = read_tensor(item.value());
     }
     return c;
 }
 
 int usage() {
-    std::cerr << "usage: attngen-conform [--device cpu|opencl|cuda|auto] [--dtype f32|bf16] [--filter SUBSTRING] DIR...\n"
-                 "Runs every golden case (*.json) under each DIR; prints one line per case and\n"
-                 "'N passed, M failed'; exits 1 when any case fails. --dtype bf16 runs attention on\n"
-                 "bfloat16 q/k/v/out (fp32 math) and checks outputs at atol = rtol = 5e-2.\n";
+    std::cerr
+        << "usage: attngen-conform [--device cpu|opencl|cuda|auto] [--dtype f32|bf16] [--filter SUBSTRING] DIR...\n"
+           "Runs every golden case (*.json) under each DIR; prints one line per case and\n"
+           "'N passed, M failed'; exits 1 when any case fails. --dtype bf16 runs attention on\n"
+           "bfloat16 q/k/v/out (fp32 math) and checks outputs at atol = rtol = 5e-2.\n";
     return 2;
 }
 
@@ -776,11 +835,16 @@ int main(int argc, char **argv) {
         const std::string arg = argv[n];
         if (arg == "--device" && n + 1 < argc) {
             const std::string name = argv[++n];
-            if (name == "cpu") device = ATTNGEN_DEVICE_CPU;
-            else if (name == "opencl") device = ATTNGEN_DEVICE_OPENCL;
-            else if (name == "cuda") device = ATTNGEN_DEVICE_CUDA;
-            else if (name == "auto") device = ATTNGEN_DEVICE_AUTO;
-            else return usage();
+            if (name == "cpu")
+                device = ATTNGEN_DEVICE_CPU;
+            else if (name == "opencl")
+                device = ATTNGEN_DEVICE_OPENCL;
+            else if (name == "cuda")
+                device = ATTNGEN_DEVICE_CUDA;
+            else if (name == "auto")
+                device = ATTNGEN_DEVICE_AUTO;
+            else
+                return usage();
         } else if (arg == "--dtype" && n + 1 < argc) {
             const std::string name = argv[++n];
             if (name != "f32" && name != "bf16") return usage();
@@ -846,10 +910,12 @@ int main(int argc, char **argv) {
             failed++;
             std::cout << "FAIL " << label << ": " << failure;
         }
-        for (const std::string &check : report.checks) std::cout << " | " << check;
+        for (const std::string &check : report.checks)
+            std::cout << " | " << check;
         if (!report.notes.empty()) {
             std::cout << " (";
-            for (size_t n = 0; n < report.notes.size(); n++) std::cout << (n ? "; " : "") << report.notes[n];
+            for (size_t n = 0; n < report.notes.size(); n++)
+                std::cout << (n ? "; " : "") << report.notes[n];
             std::cout << ")";
         }
         std::cout << "\n";

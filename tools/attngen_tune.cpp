@@ -37,6 +37,9 @@ struct Options {
     uint64_t seed = 1;
     std::vector<std::string> autoschedulers = {"Mullapudi2016", "Li2018", "Adams2019"};
     double autoscheduler_timeout = 300;  // seconds per autoscheduler candidate (run in a child process)
+    // Adams2019's beam search explores ~600k states per pass on this pipeline (minutes per pass, five
+    // passes); beam size 1 is its documented greedy mode, one pass that finishes in seconds.
+    int adams_beam_size = 1;
     std::string target = ATTNGEN_TUNE_DEFAULT_TARGET;
     std::string out;
     int repetitions = 7;
@@ -48,6 +51,7 @@ struct Measured {
     std::string failure;
     double gflops = 0;  // total flops / sum of median times over the tuning shapes
     double compile_seconds = 0;
+    int serialized_unrolls = 0;  // autoscheduled loops unrolled over a run-time extent, made serial
 };
 
 std::vector<ProblemShape> tuning_shapes(ShapeClass shape, int head_dim) {
@@ -57,7 +61,8 @@ std::vector<ProblemShape> tuning_shapes(ShapeClass shape, int head_dim) {
 
 // Small problems with GQA, odd lengths and both masks, for the correctness check.
 std::vector<ProblemShape> check_shapes(ShapeClass shape, int head_dim) {
-    if (shape == ShapeClass::Decode) return {{2, 4, 2, 1, 77, head_dim, kMaskCausal}, {1, 2, 1, 1, 300, head_dim, kMaskNone}};
+    if (shape == ShapeClass::Decode)
+        return {{2, 4, 2, 1, 77, head_dim, kMaskCausal}, {1, 2, 1, 1, 300, head_dim, kMaskNone}};
     return {{1, 4, 2, 45, 77, head_dim, kMaskCausal}, {2, 2, 2, 33, 33, head_dim, kMaskNone}};
 }
 
@@ -75,6 +80,7 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
     try {
         jit = std::make_unique<JitAttention>(scheme, options, shape, head_dim, candidate, target);
         m.compile_seconds = jit->compile_seconds();
+        m.serialized_unrolls = jit->serialized_unrolls();
     } catch (const std::exception &e) {
         m.failure = std::string("does not compile: ") + e.what();
         return m;
@@ -96,13 +102,21 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
             double worst = 0;
             for (size_t n = 0; n < got.size(); n++) {
                 const double error = std::fabs(got[n] - want[n]);
-                if (!(error <= 1e-4 + 1e-4 * std::fabs(want[n]))) worst = std::max(worst, std::isfinite(error) ? error : 1e30);
+                if (!(error <= 1e-4 + 1e-4 * std::fabs(want[n])))
+                    worst = std::max(worst, std::isfinite(error) ? error : 1e30);
             }
             if (worst > 0) {
                 m.failure = "wrong result on " + s.text() + ": max abs error " + std::to_string(worst);
-                return m;
+                break;
             }
         }
+    } catch (const std::exception &e) {
+        m.failure = std::string("failed on a check shape: ") + e.what();
+    }
+    // A hand-space candidate that fails the check is discarded. An autoscheduler's schedule is still
+    // timed on the tuning shapes (its estimates), so the file can compare speeds; it can never win.
+    if (!m.failure.empty() && candidate.autoscheduler.empty()) return m;
+    try {
         double flops = 0, seconds = 0;
         for (const ProblemShape &s : tuning_shapes(shape, head_dim)) {
             SchemeInputs inputs(scheme, options, s, 7);
@@ -112,9 +126,10 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
             seconds += t;
         }
         m.gflops = flops / seconds * 1e-9;
-        m.ok = true;
+        m.ok = m.failure.empty();
     } catch (const std::exception &e) {
-        m.failure = std::string("failed to run: ") + e.what();
+        m.failure += (m.failure.empty() ? "" : "; ") + std::string("failed to run: ") + e.what();
+        m.gflops = 0;
     }
     return m;
 }
@@ -126,8 +141,10 @@ struct Space {
 };
 
 Space space_for(ShapeClass shape) {
-    if (shape == ShapeClass::Decode) return {{1}, {128, 256, 512, 1024, 2048}, {8}, {4}, {8, 16}, {false}, {false, true}, {true, false}};
-    return {{16, 32, 48, 64}, {64, 128, 256, 512, 1024}, {4, 8, 12}, {2, 4, 8}, {8, 16}, {false, true}, {true, false}, {false}};
+    if (shape == ShapeClass::Decode)
+        return {{1}, {128, 256, 512, 1024, 2048}, {8}, {4}, {8, 16}, {false}, {false, true}, {true, false}};
+    return {{16, 32, 48, 64}, {64, 128, 256, 512, 1024}, {4, 8, 12}, {2, 4, 8}, {8, 16}, {false, true}, {true, false},
+            {false}};
 }
 
 template <typename T>
@@ -154,14 +171,30 @@ Candidate neighbour(const Candidate &base, const Space &space, std::mt19937_64 &
     const int changes = 1 + int(rng() % 2);
     for (int n = 0; n < changes; n++) {
         switch (rng() % 8) {
-        case 0: c.params.blocking.query_tile = pick(space.tiles, rng); break;
-        case 1: c.params.blocking.key_chunk = pick(space.chunks, rng); break;
-        case 2: c.params.qk_block_keys = pick(space.qk_keys, rng); break;
-        case 3: c.params.pv_block_rows = pick(space.pv_rows, rng); break;
-        case 4: c.params.vector_width = pick(space.widths, rng); break;
-        case 5: c.params.blocking.merge = pick(space.merges_online, rng) ? Merge::Online : Merge::TwoPass; break;
-        case 6: c.params.blocking.trim_chunk_keys = pick(space.trims, rng); break;
-        default: c.params.split_keys = pick(space.splits, rng); break;
+            case 0:
+                c.params.blocking.query_tile = pick(space.tiles, rng);
+                break;
+            case 1:
+                c.params.blocking.key_chunk = pick(space.chunks, rng);
+                break;
+            case 2:
+                c.params.qk_block_keys = pick(space.qk_keys, rng);
+                break;
+            case 3:
+                c.params.pv_block_rows = pick(space.pv_rows, rng);
+                break;
+            case 4:
+                c.params.vector_width = pick(space.widths, rng);
+                break;
+            case 5:
+                c.params.blocking.merge = pick(space.merges_online, rng) ? Merge::Online : Merge::TwoPass;
+                break;
+            case 6:
+                c.params.blocking.trim_chunk_keys = pick(space.trims, rng);
+                break;
+            default:
+                c.params.split_keys = pick(space.splits, rng);
+                break;
         }
     }
     return c;
@@ -170,7 +203,8 @@ Candidate neighbour(const Candidate &base, const Space &space, std::mt19937_64 &
 // Measures a candidate in a child process with a time limit: the autoschedulers can run for many
 // minutes or abort on pipelines they do not handle, and neither may take the tuner down.
 Measured measure_isolated(const std::string &scheme, const std::string &options, ShapeClass shape, int head_dim,
-                          const Candidate &candidate, const Halide::Target &target, int repetitions, double timeout) {
+                          const Candidate &candidate, const Halide::Target &target, int repetitions, double timeout,
+                          int adams_beam_size) {
     Measured m;
     m.candidate = candidate;
     int channel[2];
@@ -179,16 +213,27 @@ Measured measure_isolated(const std::string &scheme, const std::string &options,
         return m;
     }
     // A fresh process (this program, --measure-one): no thread pool or JIT state is inherited.
-    const std::vector<std::string> arguments = {
-        "attngen-tune", "--measure-one", candidate.autoscheduler, "--scheme", scheme + (options.empty() ? "" : ":" + options),
-        "--shape", shape_class_name(shape), "--head-dim", std::to_string(head_dim), "--target", target.to_string(),
-        "--repetitions", std::to_string(repetitions)};
+    const std::vector<std::string> arguments = {"attngen-tune",
+                                                "--measure-one",
+                                                candidate.autoscheduler,
+                                                "--scheme",
+                                                scheme + (options.empty() ? "" : ":" + options),
+                                                "--shape",
+                                                shape_class_name(shape),
+                                                "--head-dim",
+                                                std::to_string(head_dim),
+                                                "--target",
+                                                target.to_string(),
+                                                "--repetitions",
+                                                std::to_string(repetitions)};
     const pid_t child = fork();
     if (child == 0) {
         close(channel[0]);
         dup2(channel[1], STDOUT_FILENO);
+        if (candidate.autoscheduler == "Adams2019") setenv("HL_BEAM_SIZE", std::to_string(adams_beam_size).c_str(), 1);
         std::vector<char *> argv;
-        for (const std::string &argument : arguments) argv.push_back(const_cast<char *>(argument.c_str()));
+        for (const std::string &argument : arguments)
+            argv.push_back(const_cast<char *>(argument.c_str()));
         argv.push_back(nullptr);
         execv("/proc/self/exe", argv.data());
         _exit(127);
@@ -209,10 +254,12 @@ Measured measure_isolated(const std::string &scheme, const std::string &options,
     std::string text;
     char chunk[4096];
     ssize_t n;
-    while ((n = read(channel[0], chunk, sizeof chunk)) > 0) text.append(chunk, size_t(n));
+    while ((n = read(channel[0], chunk, sizeof chunk)) > 0)
+        text.append(chunk, size_t(n));
     close(channel[0]);
     if (text.empty()) {
-        m.failure = "the candidate's process died (signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0) + ")";
+        m.failure =
+            "the candidate's process died (signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0) + ")";
         return m;
     }
     json r = json::parse(text);
@@ -220,6 +267,7 @@ Measured measure_isolated(const std::string &scheme, const std::string &options,
     m.gflops = r["gflops"];
     m.failure = r["failure"];
     m.compile_seconds = r["compile_seconds"];
+    m.serialized_unrolls = r.value("serialized_unrolls", 0);
     return m;
 }
 
@@ -237,9 +285,10 @@ json params_json(const CpuScheduleParams &p) {
 void progress(double elapsed, double budget, int tried, const Measured &best) {
     const int width = 30;
     const int filled = std::min(width, int(width * elapsed / budget));
-    std::fprintf(stderr, "\r  [%s%s] %3.0f%% %4.0fs  %3d candidates  best %6.1f GFLOP/s (%s)   ", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), std::min(100.0, 100 * elapsed / budget), elapsed, tried,
-                 best.gflops, best.candidate.describe().c_str());
+    std::fprintf(stderr, "\r  [%s%s] %3.0f%% %4.0fs  %3d candidates  best %6.1f GFLOP/s (%s)   ",
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                 std::min(100.0, 100 * elapsed / budget), elapsed, tried, best.gflops,
+                 best.candidate.describe().c_str());
     std::fflush(stderr);
 }
 
@@ -262,8 +311,8 @@ std::string cpu_model() {
 json tune_entry(const std::string &scheme, const std::string &options, ShapeClass shape, const Options &opt,
                 const Halide::Target &target) {
     std::fprintf(stderr, "%s%s %s, head_dim %d, budget %.0f s, seed %llu\n", scheme.c_str(),
-                 options.empty() ? "" : (" (" + options + ")").c_str(), shape_class_name(shape), opt.head_dim, opt.budget,
-                 (unsigned long long)opt.seed);
+                 options.empty() ? "" : (" (" + options + ")").c_str(), shape_class_name(shape), opt.head_dim,
+                 opt.budget, (unsigned long long)opt.seed);
     std::mt19937_64 rng(opt.seed);
     const Space space = space_for(shape);
     std::set<std::string> tried;
@@ -311,19 +360,29 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
         std::fprintf(stderr, "  autoscheduler %s ... ", name.c_str());
         std::fflush(stderr);
         Measured m = measure_isolated(scheme, options, shape, opt.head_dim, Candidate{default_cpu_params(shape), name},
-                                      target, opt.repetitions, opt.autoscheduler_timeout);
+                                      target, opt.repetitions, opt.autoscheduler_timeout, opt.adams_beam_size);
         if (m.ok) {
             std::fprintf(stderr, "%.1f GFLOP/s (schedule + compile %.0f s)\n", m.gflops, m.compile_seconds);
             autoscheduled[name] = {{"gflops", m.gflops}, {"seconds", m.compile_seconds}};
+            if (m.serialized_unrolls > 0) autoscheduled[name]["unrolls_made_serial"] = m.serialized_unrolls;
+        } else if (m.gflops > 0) {
+            std::fprintf(stderr, "%.1f GFLOP/s on the tuning shapes, but not valid: %s\n", m.gflops,
+                         m.failure.substr(0, 200).c_str());
+            autoscheduled[name] = {{"gflops", m.gflops},
+                                   {"valid", false},
+                                   {"failure", m.failure.substr(0, 300)},
+                                   {"seconds", m.compile_seconds}};
         } else {
             std::fprintf(stderr, "failed: %s\n", m.failure.substr(0, 200).c_str());
             autoscheduled[name] = {{"gflops", nullptr}, {"failure", m.failure.substr(0, 300)}};
         }
+        if (name == "Adams2019") autoscheduled[name]["beam_size"] = opt.adams_beam_size;
     }
-    std::fprintf(stderr, "  tuned %.1f GFLOP/s (%s), hand %.1f GFLOP/s\n", best.gflops, best.candidate.describe().c_str(),
-                 hand.gflops);
+    std::fprintf(stderr, "  tuned %.1f GFLOP/s (%s), hand %.1f GFLOP/s\n", best.gflops,
+                 best.candidate.describe().c_str(), hand.gflops);
     json shapes = json::array();
-    for (const ProblemShape &s : tuning_shapes(shape, opt.head_dim)) shapes.push_back(s.text());
+    for (const ProblemShape &s : tuning_shapes(shape, opt.head_dim))
+        shapes.push_back(s.text());
     return {{"scheme", scheme},
             {"options", options},
             {"shape_class", shape_class_name(shape)},
@@ -333,7 +392,8 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             {"hand_params", params_json(hand.candidate.params)},
             {"autoschedulers", autoscheduled},
             {"tuning_shapes", shapes},
-            {"candidates", {{"tried", int(tried.size())}, {"failed_to_compile", failed_compile}, {"failed_check", failed_check}}},
+            {"candidates",
+             {{"tried", int(tried.size())}, {"failed_to_compile", failed_compile}, {"failed_check", failed_check}}},
             {"failures", failures},
             {"budget_seconds", opt.budget},
             {"seed", opt.seed},
@@ -341,11 +401,13 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
 }
 
 int usage() {
-    std::cerr << "usage: attngen-tune [--scheme NAME[:OPTIONS]]... [--all] [--shape prefill|decode]... [--head-dim D]\n"
-                 "                    [--budget SECONDS] [--seed N] [--autoschedulers LIST|all|none] [--target T]\n"
-                 "                    [--repetitions N] [--autoscheduler-timeout SECONDS] [--out FILE]\n"
-                 "Tunes the CPU schedule per (scheme, shape class) and merges the winners into FILE\n"
-                 "(default schedules/tuned/<target>.json). --all tunes every scheme the build knows.\n";
+    std::cerr
+        << "usage: attngen-tune [--scheme NAME[:OPTIONS]]... [--all] [--shape prefill|decode]... [--head-dim D]\n"
+           "                    [--budget SECONDS] [--seed N] [--autoschedulers LIST|all|none] [--target T]\n"
+           "                    [--repetitions N] [--autoscheduler-timeout SECONDS] [--adams-beam N] [--out FILE]\n"
+           "Tunes the CPU schedule per (scheme, shape class) and merges the winners into FILE\n"
+           "(default schedules/tuned/<target>.json). --all tunes every scheme the build knows.\n"
+           "--adams-beam: Adams2019's beam size (default 1, its greedy mode; 32 is its full search).\n";
     return 2;
 }
 
@@ -395,11 +457,13 @@ int main(int argc, char **argv) {
                 opt.out = value();
             } else if (arg == "--measure-one") {
                 measure_one = value();
+            } else if (arg == "--adams-beam") {
+                opt.adams_beam_size = std::stoi(value());
             } else if (arg == "--autoscheduler-timeout") {
                 opt.autoscheduler_timeout = std::stod(value());
             } else if (arg == "--autoschedulers") {
                 const std::string v = value();
-                opt.autoschedulers = v == "none" ? std::vector<std::string>{}
+                opt.autoschedulers = v == "none"  ? std::vector<std::string>{}
                                      : v == "all" ? std::vector<std::string>{"Mullapudi2016", "Li2018", "Adams2019"}
                                                   : split(v, ',');
             } else {
@@ -413,9 +477,15 @@ int main(int argc, char **argv) {
     if (!measure_one.empty()) {
         if (opt.schemes.size() != 1 || opt.shapes.size() != 1) return usage();
         const ShapeClass shape = opt.shapes.front();
-        Measured r = measure(opt.schemes[0].first, opt.schemes[0].second, shape, opt.head_dim,
-                             Candidate{default_cpu_params(shape), measure_one}, Halide::Target(opt.target), opt.repetitions);
-        std::cout << json{{"ok", r.ok}, {"gflops", r.gflops}, {"failure", r.failure}, {"compile_seconds", r.compile_seconds}}.dump()
+        Measured r =
+            measure(opt.schemes[0].first, opt.schemes[0].second, shape, opt.head_dim,
+                    Candidate{default_cpu_params(shape), measure_one}, Halide::Target(opt.target), opt.repetitions);
+        std::cout << json{{"ok", r.ok},
+                          {"gflops", r.gflops},
+                          {"failure", r.failure},
+                          {"compile_seconds", r.compile_seconds},
+                          {"serialized_unrolls", r.serialized_unrolls}}
+                         .dump()
                   << std::flush;
         return 0;
     }

@@ -19,7 +19,8 @@ public:
                 {"kerple_r2", Float(32), 1, "[heads] log slope r2 > 0"}};
     }
 
-    Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &) const override {
+    Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
+                    const Expr &) const override {
         Expr distance = p.query_position(i) - j;
         distance = cast<float>(max(distance, -distance));
         return -p.table("kerple_r1")(h) * log(1.f + p.table("kerple_r2")(h) * distance);

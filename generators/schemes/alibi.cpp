@@ -17,7 +17,8 @@ public:
                 {"alibi_symmetric", Int(32), 0, "1: -slope*|p_i - j| (bidirectional encoders), 0: -slope*(p_i - j)"}};
     }
 
-    Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &) const override {
+    Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
+                    const Expr &) const override {
         Expr distance = p.query_position(i) - j;
         distance = select(p.scalar("alibi_symmetric") != 0, max(distance, -distance), distance);
         return -p.table("slopes")(h) * cast<float>(distance);

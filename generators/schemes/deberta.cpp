@@ -14,16 +14,15 @@ public:
     std::string name() const override { return "deberta"; }
 
     std::vector<InputSpec> inputs() const override {
-        return {{"deberta_pos_key", Float(32), 3, "[heads, 2*span, head_dim] relative key projections", 0},
-                {"deberta_pos_query", Float(32), 3, "[heads, 2*span, head_dim] relative query projections", 0},
-                {"deberta_bucket_size", Int(32), 0, "position_buckets (<= 0: no log buckets)"},
-                {"deberta_max_position", Int(32), 0, "max_relative_positions, for log buckets"},
-                {"deberta_log_span", Float(32), 0, "log((max_position - 1) / (bucket_size / 2)), computed by the runtime"}};
+        return {
+            {"deberta_pos_key", Float(32), 3, "[heads, 2*span, head_dim] relative key projections", 0},
+            {"deberta_pos_query", Float(32), 3, "[heads, 2*span, head_dim] relative query projections", 0},
+            {"deberta_bucket_size", Int(32), 0, "position_buckets (<= 0: no log buckets)"},
+            {"deberta_max_position", Int(32), 0, "max_relative_positions, for log buckets"},
+            {"deberta_log_span", Float(32), 0, "log((max_position - 1) / (bucket_size / 2)), computed by the runtime"}};
     }
 
-    Expr default_scale(const AttentionProblem &p) const override {
-        return 1.f / sqrt(3.f * cast<float>(p.head_dim));
-    }
+    Expr default_scale(const AttentionProblem &p) const override { return 1.f / sqrt(3.f * cast<float>(p.head_dim)); }
 
     void setup(const AttentionProblem &p) override {
         Expr span = p.extent("deberta_pos_key", 1) / 2;
@@ -33,9 +32,9 @@ public:
         Var rel("rel"), r("r"), i("i"), j("j"), h("h"), b("b");
         // Table row of each relative position p_i - j, once per call: the log buckets are evaluated
         // once per distance, and bounds inference sees a clamped table instead of the bucket math.
-        Expr bucketed = select(bucket_size > 0 && max_position > 0,
-                               deberta_log_bucket(rel, max(bucket_size, 2), max(max_position, 2), p.scalar("deberta_log_span")),
-                               rel);
+        Expr bucketed = select(
+            bucket_size > 0 && max_position > 0,
+            deberta_log_bucket(rel, max(bucket_size, 2), max(max_position, 2), p.scalar("deberta_log_span")), rel);
         row_of_distance_ = helper(Func("deberta_row"), Placement::PerCall);
         row_of_distance_(rel) = clamp(bucketed + span, 0, 2 * span - 1);
         Var d("d");
@@ -44,8 +43,8 @@ public:
         query_table(d, r, h, b) = pos_query(d, r, h);
         keys(d, j, h, b) = p.k(d, j, p.kv_head(h), b);
         // c2p: q_i . Kr[r] for every row, per query row of a tile.
-        content_to_position_ = contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim,
-                                           Placement::PerQueryTile);
+        content_to_position_ =
+            contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim, Placement::PerQueryTile);
         if (p.single_row_tiles) {
             // One query row: each key needs one row of Qr, so p2c is one dot product per score.
             keys_ = keys;
@@ -54,11 +53,12 @@ public:
             return;
         }
         // p2c: k_j . Qr[r] for every row and key, once per call.
-        position_to_content_ = contraction("deberta_p2c", keys, p.k_len, query_table, 2 * span, p.head_dim,
-                                           Placement::PerCall);
+        position_to_content_ =
+            contraction("deberta_p2c", keys, p.k_len, query_table, 2 * span, p.head_dim, Placement::PerCall);
     }
 
-    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {
+    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
+                    const Expr &b) const override {
         Expr row = row_of_distance_(p.query_position(i) - j);
         Expr p2c;
         if (p.single_row_tiles) {

@@ -23,11 +23,12 @@ public:
         Func key_rows("shaw_key_rows");
         key_rows(d, r, h, b) = keys(d, r);
         // q_i . aK[r] for every table row: (2K+1) x D per query row, far less than q.k.
-        query_dot_keys_ = contraction("shaw_q_dot_keys", p.q, p.q_len, key_rows, 2 * clip_ + 1, p.head_dim,
-                                      Placement::PerQueryTile);
+        query_dot_keys_ =
+            contraction("shaw_q_dot_keys", p.q, p.q_len, key_rows, 2 * clip_ + 1, p.head_dim, Placement::PerQueryTile);
     }
 
-    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {
+    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
+                    const Expr &b) const override {
         return query_dot_keys_(row(p, i, j), i, h, b);
     }
 

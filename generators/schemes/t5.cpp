@@ -31,7 +31,8 @@ public:
         bias_by_distance_(delta, h) = table(h, clamp(bucket, 0, num_buckets - 1));
     }
 
-    Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &) const override {
+    Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
+                    const Expr &) const override {
         return bias_by_distance_(j - p.query_position(i), h);
     }
 

@@ -38,7 +38,8 @@ public:
         return with_content_bias;
     }
 
-    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h, const Expr &b) const override {
+    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
+                    const Expr &b) const override {
         // Future keys (masked under causal) would index past the last row: clamp them to it.
         Expr t = clamp(p.k_len - 1 - (p.query_position(i) - j), 0, p.k_len - 1);
         return position_scores_(t, i, h, b);

@@ -34,16 +34,20 @@ public:
             if (downscale) decay = 1.f / decay;
             cos_table = helper(Func("xpos_" + tag + "_cos"), Placement::PerCall);
             sin_table = helper(Func("xpos_" + tag + "_sin"), Placement::PerCall);
-            cos_table(f, n, b) = cos(position * inv_freq) * decay;
-            sin_table(f, n, b) = sin(position * inv_freq) * decay;
+            cos_table(f, n, b) = sin_cos(position * inv_freq).cos * decay;
+            sin_table(f, n, b) = sin_cos(position * inv_freq).sin * decay;
         };
         tables(q_positions, false, "q", q_cos_, q_sin_);
         tables(k_positions, true, "k", k_cos_, k_sin_);
         head_dim_ = p.head_dim;
     }
 
-    Func transform_query(const AttentionProblem &, const Func &q) const override { return rotated(q, q_cos_, q_sin_, "xpos_q"); }
-    Func transform_key(const AttentionProblem &, const Func &k) const override { return rotated(k, k_cos_, k_sin_, "xpos_k"); }
+    Func transform_query(const AttentionProblem &, const Func &q) const override {
+        return rotated(q, q_cos_, q_sin_, "xpos_q");
+    }
+    Func transform_key(const AttentionProblem &, const Func &k) const override {
+        return rotated(k, k_cos_, k_sin_, "xpos_k");
+    }
 
 private:
     Func rotated(const Func &x, const Func &cos_table, const Func &sin_table, const std::string &name) const {

@@ -17,20 +17,13 @@ struct Dims {
 constexpr int kMaxHeadDim = 256;
 
 const char *scheme_name(attngen_scheme scheme) {
-    switch (scheme) {
-    case ATTNGEN_SCHEME_SDPA: return "sdpa";
-    case ATTNGEN_SCHEME_ALIBI: return "alibi";
-    case ATTNGEN_SCHEME_T5: return "t5";
-    case ATTNGEN_SCHEME_SHAW: return "shaw";
-    case ATTNGEN_SCHEME_TXL: return "txl";
-    case ATTNGEN_SCHEME_DEBERTA: return "deberta";
-    case ATTNGEN_SCHEME_ROPE: return "rope";
-    case ATTNGEN_SCHEME_XPOS: return "xpos";
-    }
+    if (const char *name = attngen_scheme_name(scheme)) return name;
     invalid("desc.scheme is " + std::to_string(int(scheme)) + ", not a known scheme (0..7)");
 }
 
-std::string dim_value(const char *name, int64_t value) { return std::string(name) + " (" + std::to_string(value) + ")"; }
+std::string dim_value(const char *name, int64_t value) {
+    return std::string(name) + " (" + std::to_string(value) + ")";
+}
 
 // q, k, v, out: shapes, head counts, head_dim range, aliasing.
 Dims check_core_tensors(const attngen_tensor *q, const attngen_tensor *k, const attngen_tensor *v,
@@ -56,7 +49,8 @@ Dims check_core_tensors(const attngen_tensor *q, const attngen_tensor *k, const 
                 ": GQA needs each kv head shared by the same number of query heads");
     }
     for (auto [tensor, name] : {std::pair{q, "q"}, std::pair{k, "k"}, std::pair{v, "v"}}) {
-        if (overlaps(*out, *tensor)) invalid(std::string("out overlaps ") + name + ": the output must not alias an input");
+        if (overlaps(*out, *tensor))
+            invalid(std::string("out overlaps ") + name + ": the output must not alias an input");
     }
     return dims;
 }
@@ -68,13 +62,15 @@ struct Controls {
 
 Controls check_controls(const attngen_attention_desc &desc) {
     if (desc.mask < ATTNGEN_MASK_NONE || desc.mask > ATTNGEN_MASK_SLIDING_WINDOW) {
-        invalid("desc.mask is " + std::to_string(int(desc.mask)) + ", expected 0 (none), 1 (causal) or 2 (sliding window)");
+        invalid("desc.mask is " + std::to_string(int(desc.mask)) +
+                ", expected 0 (none), 1 (causal) or 2 (sliding window)");
     }
     if (desc.mask == ATTNGEN_MASK_SLIDING_WINDOW && desc.window < 1) {
         invalid("desc.window is " + std::to_string(desc.window) + ", expected >= 1 for a sliding-window mask");
     }
     check_finite(desc.scale, "desc.scale");
-    if (desc.scale < 0) invalid("desc.scale is " + std::to_string(desc.scale) + ", expected > 0 (or 0 for the scheme default)");
+    if (desc.scale < 0)
+        invalid("desc.scale is " + std::to_string(desc.scale) + ", expected > 0 (or 0 for the scheme default)");
     return {int32_t(desc.mask), desc.window, desc.scale};
 }
 
@@ -117,129 +113,140 @@ const attngen_tensor *positions_argument(const attngen_tensor &given, const std:
         std::vector<int64_t> strides = strides_of(given);
         const auto *ids = static_cast<const int32_t *>(given.data);
         for (int64_t b = 0; b < batch; b++) {
-            for (int64_t n = 0; n < length; n++) *max_position = std::max<int64_t>(*max_position, ids[b * strides[0] + n * strides[1]]);
+            for (int64_t n = 0; n < length; n++)
+                *max_position = std::max<int64_t>(*max_position, ids[b * strides[0] + n * strides[1]]);
         }
         return &given;
     }
     std::vector<int32_t> ids(batch * length);
     for (int64_t b = 0; b < batch; b++) {
-        for (int64_t n = 0; n < length; n++) ids[b * length + n] = int32_t(first + n);
+        for (int64_t n = 0; n < length; n++)
+            ids[b * length + n] = int32_t(first + n);
     }
     if (length > 0) *max_position = std::max<int64_t>(*max_position, first + length - 1);
     return owned.add(owned_i32(std::move(ids), {batch, length}));
 }
 
-void check_table(const attngen_tensor &t, const std::string &name, const DimNames &dims, const std::vector<int64_t> &expected) {
+void check_table(const attngen_tensor &t, const std::string &name, const DimNames &dims,
+                 const std::vector<int64_t> &expected) {
     check_tensor(&t, name, ATTNGEN_FLOAT32, dims, expected);
     check_finite(t, name);
 }
 
 // Maps the descriptor's scheme parameters onto the kernel's named inputs, validating each.
-void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, KernelArguments &args, Synthesized &owned) {
+void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, KernelArguments &args,
+                          Synthesized &owned) {
     switch (desc.scheme) {
-    case ATTNGEN_SCHEME_SDPA: break;
-    case ATTNGEN_SCHEME_ALIBI: {
-        if (is_present(&desc.alibi_slopes)) {
-            check_table(desc.alibi_slopes, "desc.alibi_slopes", {"heads"}, {dims.heads});
-            args.tensors["slopes"] = &desc.alibi_slopes;
-        } else {
-            std::vector<double> slopes = alibi_slopes(int(dims.heads));
-            args.tensors["slopes"] = owned.add(owned_f32(std::vector<float>(slopes.begin(), slopes.end()), {dims.heads}));
+        case ATTNGEN_SCHEME_SDPA:
+            break;
+        case ATTNGEN_SCHEME_ALIBI: {
+            if (is_present(&desc.alibi_slopes)) {
+                check_table(desc.alibi_slopes, "desc.alibi_slopes", {"heads"}, {dims.heads});
+                args.tensors["slopes"] = &desc.alibi_slopes;
+            } else {
+                std::vector<double> slopes = alibi_slopes(int(dims.heads));
+                args.tensors["slopes"] =
+                    owned.add(owned_f32(std::vector<float>(slopes.begin(), slopes.end()), {dims.heads}));
+            }
+            args.ints["alibi_symmetric"] = check_flag(desc.alibi_symmetric, "desc.alibi_symmetric");
+            break;
         }
-        args.ints["alibi_symmetric"] = check_flag(desc.alibi_symmetric, "desc.alibi_symmetric");
-        break;
-    }
-    case ATTNGEN_SCHEME_T5: {
-        check_tensor(&desc.t5_table, "desc.t5_table", ATTNGEN_FLOAT32, {"num_buckets", "heads"}, {-1, dims.heads});
-        const int64_t buckets = desc.t5_table.shape[0];
-        int32_t probe = 0;
-        char message[256];
-        if (attngen_t5_bucket(0, desc.t5_bidirectional, int32_t(buckets), desc.t5_max_distance, &probe, message,
-                              sizeof message) != ATTNGEN_OK) {
-            invalid(message);
-        }
-        check_finite(desc.t5_table, "desc.t5_table");
-        args.tensors["t5_table"] = &desc.t5_table;
-        args.ints["t5_bidirectional"] = check_flag(desc.t5_bidirectional, "desc.t5_bidirectional");
-        args.ints["t5_max_distance"] = desc.t5_max_distance;
-        args.floats["t5_log_span"] = t5_log_span(desc.t5_bidirectional != 0, int(buckets), desc.t5_max_distance);
-        break;
-    }
-    case ATTNGEN_SCHEME_SHAW: {
-        check_tensor(&desc.shaw_keys, "desc.shaw_keys", ATTNGEN_FLOAT32, {"2K+1", "head_dim"}, {-1, dims.head_dim});
-        const int64_t rows = desc.shaw_keys.shape[0];
-        if (rows < 3 || rows % 2 == 0) {
-            invalid("desc.shaw_keys has " + std::to_string(rows) + " rows; expected 2K+1 with clip distance K >= 1");
-        }
-        check_finite(desc.shaw_keys, "desc.shaw_keys");
-        args.tensors["shaw_keys"] = &desc.shaw_keys;
-        if (is_present(&desc.shaw_values)) {
-            check_table(desc.shaw_values, "desc.shaw_values", {"2K+1", "head_dim"}, {rows, dims.head_dim});
-            args.tensors["shaw_values"] = &desc.shaw_values;
-        } else {
-            args.tensors["shaw_values"] = owned.add(owned_f32(std::vector<float>(rows * dims.head_dim, 0.f), {rows, dims.head_dim}));
-        }
-        break;
-    }
-    case ATTNGEN_SCHEME_TXL:
-        check_table(desc.txl_r, "desc.txl_r", {"heads", "k_len", "head_dim"}, {dims.heads, dims.k_len, dims.head_dim});
-        check_table(desc.txl_u, "desc.txl_u", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
-        check_table(desc.txl_v, "desc.txl_v", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
-        args.tensors["txl_r"] = &desc.txl_r;
-        args.tensors["txl_u"] = &desc.txl_u;
-        args.tensors["txl_v"] = &desc.txl_v;
-        break;
-    case ATTNGEN_SCHEME_DEBERTA: {
-        check_tensor(&desc.deberta_pos_key, "desc.deberta_pos_key", ATTNGEN_FLOAT32, {"heads", "2*span", "head_dim"},
-                     {dims.heads, -1, dims.head_dim});
-        const int64_t rows = desc.deberta_pos_key.shape[1];
-        if (rows < 2 || rows % 2 != 0) {
-            invalid("desc.deberta_pos_key has " + std::to_string(rows) + " rows; expected 2*span with span >= 1");
-        }
-        check_finite(desc.deberta_pos_key, "desc.deberta_pos_key");
-        check_table(desc.deberta_pos_query, "desc.deberta_pos_query", {"heads", "2*span", "head_dim"},
-                    {dims.heads, rows, dims.head_dim});
-        if (desc.deberta_bucket_size < 0) invalid("desc.deberta_bucket_size is negative");
-        if (desc.deberta_bucket_size > 0) {
+        case ATTNGEN_SCHEME_T5: {
+            check_tensor(&desc.t5_table, "desc.t5_table", ATTNGEN_FLOAT32, {"num_buckets", "heads"}, {-1, dims.heads});
+            const int64_t buckets = desc.t5_table.shape[0];
             int32_t probe = 0;
             char message[256];
-            if (attngen_deberta_bucket(0, desc.deberta_bucket_size, desc.deberta_max_position, &probe, message,
-                                       sizeof message) != ATTNGEN_OK) {
+            if (attngen_t5_bucket(0, desc.t5_bidirectional, int32_t(buckets), desc.t5_max_distance, &probe, message,
+                                  sizeof message) != ATTNGEN_OK) {
                 invalid(message);
             }
+            check_finite(desc.t5_table, "desc.t5_table");
+            args.tensors["t5_table"] = &desc.t5_table;
+            args.ints["t5_bidirectional"] = check_flag(desc.t5_bidirectional, "desc.t5_bidirectional");
+            args.ints["t5_max_distance"] = desc.t5_max_distance;
+            args.floats["t5_log_span"] = t5_log_span(desc.t5_bidirectional != 0, int(buckets), desc.t5_max_distance);
+            break;
         }
-        args.tensors["deberta_pos_key"] = &desc.deberta_pos_key;
-        args.tensors["deberta_pos_query"] = &desc.deberta_pos_query;
-        args.ints["deberta_bucket_size"] = desc.deberta_bucket_size;
-        args.ints["deberta_max_position"] = desc.deberta_max_position;
-        args.floats["deberta_log_span"] =
-            desc.deberta_bucket_size > 0 ? deberta_log_span(desc.deberta_bucket_size, desc.deberta_max_position) : 1.f;
-        break;
-    }
-    case ATTNGEN_SCHEME_ROPE:
-    case ATTNGEN_SCHEME_XPOS: {
-        int64_t max_position = 0;
-        args.tensors["q_positions"] = positions_argument(desc.q_positions, "desc.q_positions", dims.batch, dims.q_len,
-                                                         dims.k_len - dims.q_len, owned, &max_position);
-        args.tensors["k_positions"] = positions_argument(desc.k_positions, "desc.k_positions", dims.batch, dims.k_len, 0,
-                                                         owned, &max_position);
-        if (desc.scheme == ATTNGEN_SCHEME_ROPE) {
-            check_rope_params(desc.rope, int(dims.head_dim));
-            RopeFrequencies frequencies = rope_frequencies(desc.rope, int(dims.head_dim), int(max_position + 1));
-            const int64_t pairs = int64_t(frequencies.inv_freq.size());
-            args.tensors["rope_inv_freq"] = owned.add(owned_f32(std::move(frequencies.inv_freq), {pairs}));
-            args.floats["rope_attention_factor"] = float(frequencies.attention_factor);
-        } else {
-            if (dims.head_dim % 2 != 0) invalid("xpos: head_dim is " + std::to_string(dims.head_dim) + ", expected even");
-            check_finite(desc.xpos_scale_base, "desc.xpos_scale_base");
-            if (desc.xpos_scale_base <= 0) invalid("desc.xpos_scale_base is " + std::to_string(desc.xpos_scale_base) + ", expected > 0");
-            args.floats["xpos_scale_base"] = float(desc.xpos_scale_base);
-            // The reference centres on min_pos = -N // 2 (floor) for a call of N = k_len rows.
-            args.ints["xpos_centre"] = desc.xpos_centre_set ? desc.xpos_centre
-                                                            : int32_t(-((dims.k_len + 1) / 2));
+        case ATTNGEN_SCHEME_SHAW: {
+            check_tensor(&desc.shaw_keys, "desc.shaw_keys", ATTNGEN_FLOAT32, {"2K+1", "head_dim"}, {-1, dims.head_dim});
+            const int64_t rows = desc.shaw_keys.shape[0];
+            if (rows < 3 || rows % 2 == 0) {
+                invalid("desc.shaw_keys has " + std::to_string(rows) +
+                        " rows; expected 2K+1 with clip distance K >= 1");
+            }
+            check_finite(desc.shaw_keys, "desc.shaw_keys");
+            args.tensors["shaw_keys"] = &desc.shaw_keys;
+            if (is_present(&desc.shaw_values)) {
+                check_table(desc.shaw_values, "desc.shaw_values", {"2K+1", "head_dim"}, {rows, dims.head_dim});
+                args.tensors["shaw_values"] = &desc.shaw_values;
+            } else {
+                args.tensors["shaw_values"] =
+                    owned.add(owned_f32(std::vector<float>(rows * dims.head_dim, 0.f), {rows, dims.head_dim}));
+            }
+            break;
         }
-        break;
-    }
+        case ATTNGEN_SCHEME_TXL:
+            check_table(desc.txl_r, "desc.txl_r", {"heads", "k_len", "head_dim"},
+                        {dims.heads, dims.k_len, dims.head_dim});
+            check_table(desc.txl_u, "desc.txl_u", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
+            check_table(desc.txl_v, "desc.txl_v", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
+            args.tensors["txl_r"] = &desc.txl_r;
+            args.tensors["txl_u"] = &desc.txl_u;
+            args.tensors["txl_v"] = &desc.txl_v;
+            break;
+        case ATTNGEN_SCHEME_DEBERTA: {
+            check_tensor(&desc.deberta_pos_key, "desc.deberta_pos_key", ATTNGEN_FLOAT32,
+                         {"heads", "2*span", "head_dim"}, {dims.heads, -1, dims.head_dim});
+            const int64_t rows = desc.deberta_pos_key.shape[1];
+            if (rows < 2 || rows % 2 != 0) {
+                invalid("desc.deberta_pos_key has " + std::to_string(rows) + " rows; expected 2*span with span >= 1");
+            }
+            check_finite(desc.deberta_pos_key, "desc.deberta_pos_key");
+            check_table(desc.deberta_pos_query, "desc.deberta_pos_query", {"heads", "2*span", "head_dim"},
+                        {dims.heads, rows, dims.head_dim});
+            if (desc.deberta_bucket_size < 0) invalid("desc.deberta_bucket_size is negative");
+            if (desc.deberta_bucket_size > 0) {
+                int32_t probe = 0;
+                char message[256];
+                if (attngen_deberta_bucket(0, desc.deberta_bucket_size, desc.deberta_max_position, &probe, message,
+                                           sizeof message) != ATTNGEN_OK) {
+                    invalid(message);
+                }
+            }
+            args.tensors["deberta_pos_key"] = &desc.deberta_pos_key;
+            args.tensors["deberta_pos_query"] = &desc.deberta_pos_query;
+            args.ints["deberta_bucket_size"] = desc.deberta_bucket_size;
+            args.ints["deberta_max_position"] = desc.deberta_max_position;
+            args.floats["deberta_log_span"] =
+                desc.deberta_bucket_size > 0 ? deberta_log_span(desc.deberta_bucket_size, desc.deberta_max_position)
+                                             : 1.f;
+            break;
+        }
+        case ATTNGEN_SCHEME_ROPE:
+        case ATTNGEN_SCHEME_XPOS: {
+            int64_t max_position = 0;
+            args.tensors["q_positions"] = positions_argument(desc.q_positions, "desc.q_positions", dims.batch,
+                                                             dims.q_len, dims.k_len - dims.q_len, owned, &max_position);
+            args.tensors["k_positions"] = positions_argument(desc.k_positions, "desc.k_positions", dims.batch,
+                                                             dims.k_len, 0, owned, &max_position);
+            if (desc.scheme == ATTNGEN_SCHEME_ROPE) {
+                check_rope_params(desc.rope, int(dims.head_dim));
+                RopeFrequencies frequencies = rope_frequencies(desc.rope, int(dims.head_dim), int(max_position + 1));
+                const int64_t pairs = int64_t(frequencies.inv_freq.size());
+                args.tensors["rope_inv_freq"] = owned.add(owned_f32(std::move(frequencies.inv_freq), {pairs}));
+                args.floats["rope_attention_factor"] = float(frequencies.attention_factor);
+            } else {
+                if (dims.head_dim % 2 != 0)
+                    invalid("xpos: head_dim is " + std::to_string(dims.head_dim) + ", expected even");
+                check_finite(desc.xpos_scale_base, "desc.xpos_scale_base");
+                if (desc.xpos_scale_base <= 0)
+                    invalid("desc.xpos_scale_base is " + std::to_string(desc.xpos_scale_base) + ", expected > 0");
+                args.floats["xpos_scale_base"] = float(desc.xpos_scale_base);
+                // The reference centres on min_pos = -N // 2 (floor) for a call of N = k_len rows.
+                args.ints["xpos_centre"] = desc.xpos_centre_set ? desc.xpos_centre : int32_t(-((dims.k_len + 1) / 2));
+            }
+            break;
+        }
     }
 }
 
@@ -268,9 +275,9 @@ void run(const std::string &scheme, const std::string &options, const attngen_at
     const std::string device = resolve_device(desc.device, scheme, options, shape, dtype);
     const KernelEntry *kernel = find_attention_kernel(scheme, options, shape, device, dtype);
     if (!kernel) {
-        fail(ATTNGEN_ERROR_UNSUPPORTED, "no kernel for scheme '" + scheme + "'" + (options.empty() ? "" : " (" + options + ")") +
-                                            ", shape class " + shape + ", " + dtype + ", device " + device +
-                                            " in this build");
+        fail(ATTNGEN_ERROR_UNSUPPORTED, "no kernel for scheme '" + scheme + "'" +
+                                            (options.empty() ? "" : " (" + options + ")") + ", shape class " + shape +
+                                            ", " + dtype + ", device " + device + " in this build");
     }
     if (dims.k_len == 0) {
         // No keys: every row is fully masked, so the output is zero.
@@ -321,8 +328,10 @@ void attention_custom(const std::string &scheme, const std::string &options, con
         if (!named.name) invalid("custom scheme input " + std::to_string(n) + " has no name");
         const attngen_tensor &t = named.tensor;
         DimNames generic;
-        for (int d = 0; d < t.rank && d < ATTNGEN_MAX_RANK; d++) generic.push_back("dim" + std::to_string(d));
-        if (t.rank < 1 || t.rank > ATTNGEN_MAX_RANK) invalid(std::string(named.name) + ": rank " + std::to_string(t.rank) + " out of range");
+        for (int d = 0; d < t.rank && d < ATTNGEN_MAX_RANK; d++)
+            generic.push_back("dim" + std::to_string(d));
+        if (t.rank < 1 || t.rank > ATTNGEN_MAX_RANK)
+            invalid(std::string(named.name) + ": rank " + std::to_string(t.rank) + " out of range");
         check_tensor(&t, named.name, t.dtype, generic);
         args.tensors[named.name] = &t;
     }
@@ -343,6 +352,28 @@ void attention_custom(const std::string &scheme, const std::string &options, con
 using namespace attngen::detail;
 
 extern "C" {
+
+const char *attngen_scheme_name(attngen_scheme scheme) {
+    switch (scheme) {
+        case ATTNGEN_SCHEME_SDPA:
+            return "sdpa";
+        case ATTNGEN_SCHEME_ALIBI:
+            return "alibi";
+        case ATTNGEN_SCHEME_T5:
+            return "t5";
+        case ATTNGEN_SCHEME_SHAW:
+            return "shaw";
+        case ATTNGEN_SCHEME_TXL:
+            return "txl";
+        case ATTNGEN_SCHEME_DEBERTA:
+            return "deberta";
+        case ATTNGEN_SCHEME_ROPE:
+            return "rope";
+        case ATTNGEN_SCHEME_XPOS:
+            return "xpos";
+    }
+    return nullptr;
+}
 
 void attngen_attention_desc_init(attngen_attention_desc *desc) {
     if (!desc) return;
@@ -371,9 +402,8 @@ attngen_status attngen_attention(const attngen_tensor *q, const attngen_tensor *
 attngen_status attngen_attention_custom(const char *scheme, const char *options, const attngen_tensor *q,
                                         const attngen_tensor *k, const attngen_tensor *v, const attngen_tensor *out,
                                         const attngen_attention_desc *desc, const attngen_named_tensor *tensors,
-                                        int32_t tensor_count, const attngen_named_scalar *scalars,
-                                        int32_t scalar_count, attngen_run_info *info, char *error,
-                                        size_t error_size) {
+                                        int32_t tensor_count, const attngen_named_scalar *scalars, int32_t scalar_count,
+                                        attngen_run_info *info, char *error, size_t error_size) {
     return guarded(error, error_size, [&] {
         if (!scheme || !*scheme) invalid("scheme name is empty");
         if (!desc) invalid("desc is null: initialize one with attngen_attention_desc_init");

@@ -23,7 +23,8 @@ std::string g_last_halide_error;
 void capture_halide_error(void *, const char *message) {
     std::lock_guard<std::mutex> lock(g_error_mutex);
     g_last_halide_error = message ? message : "";
-    while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n') g_last_halide_error.pop_back();
+    while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n')
+        g_last_halide_error.pop_back();
 }
 
 // CPU variants of the multi-target kernels, most capable first (ATTNGEN_CPU_TARGETS), as Halide
@@ -93,7 +94,8 @@ int capped_can_use_target_features(int count, const uint64_t *features) {
         cpu_bits[1] |= variant.features[1];
     }
     for (int n = 0; n < variant_cap() && n < int(variants.size()) && count >= 2; n++) {
-        if ((features[0] & cpu_bits[0]) == variants[n].features[0] && (features[1] & cpu_bits[1]) == variants[n].features[1]) {
+        if ((features[0] & cpu_bits[0]) == variants[n].features[0] &&
+            (features[1] & cpu_bits[1]) == variants[n].features[1]) {
             return 0;
         }
     }
@@ -172,7 +174,8 @@ bool opencl_any_present() {
 }  // namespace
 
 const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
-                                         const std::string &shape, const std::string &device, const std::string &dtype) {
+                                         const std::string &shape, const std::string &device,
+                                         const std::string &dtype) {
     for (int n = 0; n < kKernelCount; n++) {
         const KernelEntry &k = kKernelTable[n];
         if (std::string(k.kind) == "attention" && scheme == k.scheme && options == k.options && shape == k.shape &&
@@ -193,27 +196,35 @@ const KernelEntry *find_op_kernel(const std::string &op, const std::string &devi
 
 std::string resolve_device(attngen_device device, const std::string &scheme, const std::string &options,
                            const std::string &shape, const std::string &dtype) {
-    auto built = [&](const char *name) { return find_attention_kernel(scheme, options, shape, name, dtype) != nullptr; };
+    auto built = [&](const char *name) {
+        return find_attention_kernel(scheme, options, shape, name, dtype) != nullptr;
+    };
     switch (device) {
-    case ATTNGEN_DEVICE_AUTO:
-        if (built("cuda") && cuda_device_present()) return "cuda";
-        if (built("opencl") && opencl_gpu_present()) return "opencl";
-        return "cpu";
-    case ATTNGEN_DEVICE_CPU: return "cpu";
-    case ATTNGEN_DEVICE_CUDA:
-        if (!built("cuda")) {
-            fail(ATTNGEN_ERROR_UNSUPPORTED, "device cuda requested, but this build has no CUDA kernels for " + dtype +
-                                                (dtype == "f32" ? " (ATTNGEN_CUDA=OFF)" : " (bfloat16 kernels are CPU only)"));
-        }
-        if (!cuda_device_present()) fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device cuda requested, but no CUDA driver or device was found");
-        return "cuda";
-    case ATTNGEN_DEVICE_OPENCL:
-        if (!built("opencl")) {
-            fail(ATTNGEN_ERROR_UNSUPPORTED, "device opencl requested, but this build has no OpenCL kernels for " + dtype +
-                                                (dtype == "f32" ? " (ATTNGEN_OPENCL=OFF)" : " (bfloat16 kernels are CPU only)"));
-        }
-        if (!opencl_any_present()) fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device opencl requested, but no OpenCL platform or device was found");
-        return "opencl";
+        case ATTNGEN_DEVICE_AUTO:
+            if (built("cuda") && cuda_device_present()) return "cuda";
+            if (built("opencl") && opencl_gpu_present()) return "opencl";
+            return "cpu";
+        case ATTNGEN_DEVICE_CPU:
+            return "cpu";
+        case ATTNGEN_DEVICE_CUDA:
+            if (!built("cuda")) {
+                fail(ATTNGEN_ERROR_UNSUPPORTED,
+                     "device cuda requested, but this build has no CUDA kernels for " + dtype +
+                         (dtype == "f32" ? " (ATTNGEN_CUDA=OFF)" : " (bfloat16 kernels are CPU only)"));
+            }
+            if (!cuda_device_present())
+                fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device cuda requested, but no CUDA driver or device was found");
+            return "cuda";
+        case ATTNGEN_DEVICE_OPENCL:
+            if (!built("opencl")) {
+                fail(ATTNGEN_ERROR_UNSUPPORTED,
+                     "device opencl requested, but this build has no OpenCL kernels for " + dtype +
+                         (dtype == "f32" ? " (ATTNGEN_OPENCL=OFF)" : " (bfloat16 kernels are CPU only)"));
+            }
+            if (!opencl_any_present())
+                fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE,
+                     "device opencl requested, but no OpenCL platform or device was found");
+            return "opencl";
     }
     invalid("desc.device is " + std::to_string(int(device)) + ", expected 0..3 (auto, cpu, opencl, cuda)");
 }
@@ -242,16 +253,19 @@ void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
         if (arg.kind == halide_argument_kind_input_scalar) {
             if (arg.type.code == halide_type_float && arg.type.bits == 32) {
                 auto found = args.floats.find(name);
-                if (found == args.floats.end()) invalid("kernel " + std::string(kernel.name) + " needs float input '" + name + "', not supplied");
+                if (found == args.floats.end())
+                    invalid("kernel " + std::string(kernel.name) + " needs float input '" + name + "', not supplied");
                 floats[n] = found->second;
                 argv[n] = &floats[n];
             } else if (arg.type.code == halide_type_int && arg.type.bits == 32) {
                 auto found = args.ints.find(name);
-                if (found == args.ints.end()) invalid("kernel " + std::string(kernel.name) + " needs int input '" + name + "', not supplied");
+                if (found == args.ints.end())
+                    invalid("kernel " + std::string(kernel.name) + " needs int input '" + name + "', not supplied");
                 ints[n] = found->second;
                 argv[n] = &ints[n];
             } else {
-                fail(ATTNGEN_ERROR_UNSUPPORTED, "kernel " + std::string(kernel.name) + ": scalar '" + name + "' has an unsupported type");
+                fail(ATTNGEN_ERROR_UNSUPPORTED,
+                     "kernel " + std::string(kernel.name) + ": scalar '" + name + "' has an unsupported type");
             }
             continue;
         }
@@ -283,13 +297,15 @@ void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
             std::lock_guard<std::mutex> lock(g_error_mutex);
             message = g_last_halide_error;
         }
-        if (result == halide_error_code_out_of_memory) fail(ATTNGEN_ERROR_OUT_OF_MEMORY, "kernel " + std::string(kernel.name) + ": out of memory");
+        if (result == halide_error_code_out_of_memory)
+            fail(ATTNGEN_ERROR_OUT_OF_MEMORY, "kernel " + std::string(kernel.name) + ": out of memory");
         const bool device_problem = std::string(kernel.device) != "cpu";
         fail(device_problem ? ATTNGEN_ERROR_DEVICE_UNAVAILABLE : ATTNGEN_ERROR_KERNEL_FAILED,
              "kernel " + std::string(kernel.name) + " failed (Halide error " + std::to_string(result) + ")" +
                  (message.empty() ? "" : ": " + message));
     }
-    for (auto &view : views) view->finish();
+    for (auto &view : views)
+        view->finish();
 }
 
 }  // namespace attngen::detail
@@ -300,8 +316,8 @@ extern "C" const char *attngen_kernel_list(void) {
         for (int n = 0; n < attngen::detail::kKernelCount; n++) {
             const auto &k = attngen::detail::kKernelTable[n];
             text += std::string(k.name) + " " + k.kind + " " + (k.kind == std::string("op") ? k.op : k.scheme) +
-                    (k.options[0] ? std::string(" ") + k.options : "") + (k.shape[0] ? std::string(" ") + k.shape : "") +
-                    " " + k.device + "\n";
+                    (k.options[0] ? std::string(" ") + k.options : "") +
+                    (k.shape[0] ? std::string(" ") + k.shape : "") + " " + k.device + "\n";
         }
         return text;
     }();
@@ -311,10 +327,13 @@ extern "C" const char *attngen_kernel_list(void) {
 extern "C" int32_t attngen_device_available(attngen_device device) {
     using namespace attngen::detail;
     switch (device) {
-    case ATTNGEN_DEVICE_AUTO:
-    case ATTNGEN_DEVICE_CPU: return 1;
-    case ATTNGEN_DEVICE_OPENCL: return opencl_any_present() ? 1 : 0;
-    case ATTNGEN_DEVICE_CUDA: return cuda_device_present() ? 1 : 0;
+        case ATTNGEN_DEVICE_AUTO:
+        case ATTNGEN_DEVICE_CPU:
+            return 1;
+        case ATTNGEN_DEVICE_OPENCL:
+            return opencl_any_present() ? 1 : 0;
+        case ATTNGEN_DEVICE_CUDA:
+            return cuda_device_present() ? 1 : 0;
     }
     return 0;
 }

@@ -21,7 +21,9 @@ struct Failure {
 };
 
 [[noreturn]] void fail(attngen_status code, const std::string &message);
-[[noreturn]] inline void invalid(const std::string &message) { fail(ATTNGEN_ERROR_INVALID_ARGUMENT, message); }
+[[noreturn]] inline void invalid(const std::string &message) {
+    fail(ATTNGEN_ERROR_INVALID_ARGUMENT, message);
+}
 
 // Runs `body`, converting Failure and std::bad_alloc into a status and an error message.
 template <typename Body>

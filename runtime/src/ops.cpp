@@ -21,13 +21,15 @@ const attngen_tensor *positions_or_default(const attngen_tensor *given, int64_t 
         std::vector<int64_t> strides = strides_of(*given);
         const auto *ids = static_cast<const int32_t *>(given->data);
         for (int64_t b = 0; b < batch; b++) {
-            for (int64_t n = 0; n < length; n++) *max_position = std::max<int64_t>(*max_position, ids[b * strides[0] + n * strides[1]]);
+            for (int64_t n = 0; n < length; n++)
+                *max_position = std::max<int64_t>(*max_position, ids[b * strides[0] + n * strides[1]]);
         }
         return given;
     }
     std::vector<int32_t> ids(batch * length);
     for (int64_t b = 0; b < batch; b++) {
-        for (int64_t n = 0; n < length; n++) ids[b * length + n] = int32_t(first + n);
+        for (int64_t n = 0; n < length; n++)
+            ids[b * length + n] = int32_t(first + n);
     }
     if (length > 0) *max_position = std::max<int64_t>(*max_position, first + length - 1);
     owned.push_back(owned_i32(std::move(ids), {batch, length}));
@@ -42,7 +44,8 @@ void check_same_shape(const attngen_tensor *out, const attngen_tensor &x, const 
 
 void check_convention(attngen_sinusoid_convention convention, int64_t channels) {
     if (convention < ATTNGEN_SINUSOID_PAPER || convention > ATTNGEN_SINUSOID_TXL) {
-        invalid("sinusoid convention is " + std::to_string(int(convention)) + ", expected 0 (paper), 1 (t2t) or 2 (txl)");
+        invalid("sinusoid convention is " + std::to_string(int(convention)) +
+                ", expected 0 (paper), 1 (t2t) or 2 (txl)");
     }
     if (channels < 1) invalid("sinusoid: channels is " + std::to_string(channels) + ", expected >= 1");
     if (convention == ATTNGEN_SINUSOID_PAPER && channels % 2 != 0) {
@@ -74,7 +77,8 @@ attngen_status attngen_rope(const attngen_tensor *x, const attngen_tensor *posit
         args.tensors["x"] = x;
         args.tensors["out"] = out;
         args.tensors["positions"] = positions_or_default(positions, x->shape[0], x->shape[2], 0, owned, &max_position);
-        RopeFrequencies frequencies = rope_frequencies(*rope, int(head_dim), int(std::max<int64_t>(max_position + 1, seq_len_hint)));
+        RopeFrequencies frequencies =
+            rope_frequencies(*rope, int(head_dim), int(std::max<int64_t>(max_position + 1, seq_len_hint)));
         const int64_t pairs = int64_t(frequencies.inv_freq.size());
         owned.push_back(owned_f32(std::move(frequencies.inv_freq), {pairs}));
         args.tensors["inv_freq"] = &owned.back().view;
@@ -94,7 +98,8 @@ attngen_status attngen_xpos(const attngen_tensor *x, const attngen_tensor *posit
         }
         check_finite(scale_base, "xpos scale_base");
         if (scale_base <= 0) invalid("xpos: scale_base is " + std::to_string(scale_base) + ", expected > 0");
-        if (downscale != 0 && downscale != 1) invalid("xpos: downscale is " + std::to_string(downscale) + ", expected 0 or 1");
+        if (downscale != 0 && downscale != 1)
+            invalid("xpos: downscale is " + std::to_string(downscale) + ", expected 0 or 1");
         std::deque<OwnedTensor> owned;
         int64_t max_position = 0;
         KernelArguments args;
@@ -178,8 +183,9 @@ attngen_status attngen_add_learned(const attngen_tensor *x, const attngen_tensor
             for (int64_t n = 0; n < x->shape[1]; n++) {
                 const int64_t position = int64_t(values[b * strides[0] + n * strides[1]]) + position_offset;
                 if (position < 0 || position >= rows) {
-                    invalid("learned positions: position " + std::to_string(position) + " at [batch " + std::to_string(b) +
-                            ", index " + std::to_string(n) + "] is outside the table's " + std::to_string(rows) + " rows");
+                    invalid("learned positions: position " + std::to_string(position) + " at [batch " +
+                            std::to_string(b) + ", index " + std::to_string(n) + "] is outside the table's " +
+                            std::to_string(rows) + " rows");
                 }
                 shifted[b * x->shape[1] + n] = int32_t(position);
             }

@@ -18,14 +18,16 @@ std::vector<double> alibi_slopes(int heads) {
     auto power_of_two_slopes = [](int n) {
         const double start = std::pow(2.0, -std::pow(2.0, -(std::log2(double(n)) - 3)));
         std::vector<double> slopes(n);
-        for (int h = 0; h < n; h++) slopes[h] = start * std::pow(start, double(h));
+        for (int h = 0; h < n; h++)
+            slopes[h] = start * std::pow(start, double(h));
         return slopes;
     };
     if ((heads & (heads - 1)) == 0) return power_of_two_slopes(heads);
     const int closest = 1 << int(std::floor(std::log2(double(heads))));
     std::vector<double> slopes = power_of_two_slopes(closest);
     std::vector<double> extra = power_of_two_slopes(2 * closest);
-    for (int n = 0; n < heads - closest; n++) slopes.push_back(extra[2 * n]);
+    for (int n = 0; n < heads - closest; n++)
+        slopes.push_back(extra[2 * n]);
     return slopes;
 }
 
@@ -87,8 +89,8 @@ void check_t5_params(bool bidirectional, int num_buckets, int max_distance) {
 void check_deberta_bucket_params(int bucket_size, int max_position) {
     if (bucket_size < 2) invalid("deberta: bucket_size is " + std::to_string(bucket_size) + ", expected >= 2");
     if (max_position - 1 <= bucket_size / 2) {
-        invalid("deberta: max_position is " + std::to_string(max_position) + ", expected > bucket_size/2 + 1 = " +
-                std::to_string(bucket_size / 2 + 1));
+        invalid("deberta: max_position is " + std::to_string(max_position) +
+                ", expected > bucket_size/2 + 1 = " + std::to_string(bucket_size / 2 + 1));
     }
 }
 
@@ -111,15 +113,17 @@ void check_rope_params(const attngen_rope_params &rope, int head_dim) {
     check_finite(rope.base, "rope.base");
     if (rope.base <= 0) invalid("rope: base is " + std::to_string(rope.base) + ", expected > 0");
     switch (rope.scaling) {
-    case ATTNGEN_ROPE_SCALING_NONE: break;
-    case ATTNGEN_ROPE_SCALING_LINEAR:
-    case ATTNGEN_ROPE_SCALING_DYNAMIC_NTK:
-    case ATTNGEN_ROPE_SCALING_LLAMA3:
-    case ATTNGEN_ROPE_SCALING_YARN:
-        check_finite(rope.factor, "rope.factor");
-        if (rope.factor <= 0) invalid("rope: scaling factor is " + std::to_string(rope.factor) + ", expected > 0");
-        break;
-    default: invalid("rope: scaling is " + std::to_string(int(rope.scaling)) + ", expected 0..4");
+        case ATTNGEN_ROPE_SCALING_NONE:
+            break;
+        case ATTNGEN_ROPE_SCALING_LINEAR:
+        case ATTNGEN_ROPE_SCALING_DYNAMIC_NTK:
+        case ATTNGEN_ROPE_SCALING_LLAMA3:
+        case ATTNGEN_ROPE_SCALING_YARN:
+            check_finite(rope.factor, "rope.factor");
+            if (rope.factor <= 0) invalid("rope: scaling factor is " + std::to_string(rope.factor) + ", expected > 0");
+            break;
+        default:
+            invalid("rope: scaling is " + std::to_string(int(rope.scaling)) + ", expected 0..4");
     }
     if (rope.scaling == ATTNGEN_ROPE_SCALING_DYNAMIC_NTK && rope.max_position_embeddings <= 0) {
         invalid("rope: dynamic NTK needs max_position_embeddings > 0");
@@ -130,10 +134,12 @@ void check_rope_params(const attngen_rope_params &rope, int head_dim) {
         if (rope.low_freq_factor <= 0 || rope.high_freq_factor <= rope.low_freq_factor) {
             invalid("rope: llama3 needs 0 < low_freq_factor < high_freq_factor");
         }
-        if (rope.original_max_position_embeddings <= 0) invalid("rope: llama3 needs original_max_position_embeddings > 0");
+        if (rope.original_max_position_embeddings <= 0)
+            invalid("rope: llama3 needs original_max_position_embeddings > 0");
     }
     if (rope.scaling == ATTNGEN_ROPE_SCALING_YARN) {
-        if (rope.original_max_position_embeddings <= 0) invalid("rope: yarn needs original_max_position_embeddings > 0");
+        if (rope.original_max_position_embeddings <= 0)
+            invalid("rope: yarn needs original_max_position_embeddings > 0");
         check_finite(rope.beta_fast, "rope.beta_fast");
         check_finite(rope.beta_slow, "rope.beta_slow");
         check_finite(rope.attention_factor, "rope.attention_factor");
@@ -149,7 +155,8 @@ RopeFrequencies rope_frequencies(const attngen_rope_params &rope, int head_dim, 
     if (is_present(&rope.inv_freq)) {
         const float *given = static_cast<const float *>(rope.inv_freq.data);
         const int64_t stride = strides_of(rope.inv_freq)[0];
-        for (int f = 0; f < pairs; f++) result.inv_freq[f] = given[f * stride];
+        for (int f = 0; f < pairs; f++)
+            result.inv_freq[f] = given[f * stride];
         return result;
     }
     double base = rope.base;
@@ -164,47 +171,50 @@ RopeFrequencies rope_frequencies(const attngen_rope_params &rope, int head_dim, 
     }
     const float factor = float(rope.factor);
     switch (rope.scaling) {
-    case ATTNGEN_ROPE_SCALING_LINEAR:
-        for (float &f : result.inv_freq) f /= factor;
-        break;
-    case ATTNGEN_ROPE_SCALING_LLAMA3: {
-        const float old_context = float(rope.original_max_position_embeddings);
-        const float low_wavelen = float(double(rope.original_max_position_embeddings) / rope.low_freq_factor);
-        const float high_wavelen = float(double(rope.original_max_position_embeddings) / rope.high_freq_factor);
-        for (float &f : result.inv_freq) {
-            const float wavelen = float(2 * kPi) / f;
-            float scaled = wavelen > low_wavelen ? f / factor : f;
-            const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
-            if (medium) {
-                const float smooth = (old_context / wavelen - float(rope.low_freq_factor)) /
-                                     float(rope.high_freq_factor - rope.low_freq_factor);
-                scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+        case ATTNGEN_ROPE_SCALING_LINEAR:
+            for (float &f : result.inv_freq)
+                f /= factor;
+            break;
+        case ATTNGEN_ROPE_SCALING_LLAMA3: {
+            const float old_context = float(rope.original_max_position_embeddings);
+            const float low_wavelen = float(double(rope.original_max_position_embeddings) / rope.low_freq_factor);
+            const float high_wavelen = float(double(rope.original_max_position_embeddings) / rope.high_freq_factor);
+            for (float &f : result.inv_freq) {
+                const float wavelen = float(2 * kPi) / f;
+                float scaled = wavelen > low_wavelen ? f / factor : f;
+                const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+                if (medium) {
+                    const float smooth = (old_context / wavelen - float(rope.low_freq_factor)) /
+                                         float(rope.high_freq_factor - rope.low_freq_factor);
+                    scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+                }
+                f = scaled;
             }
-            f = scaled;
+            break;
         }
-        break;
-    }
-    case ATTNGEN_ROPE_SCALING_YARN: {
-        const double beta_fast = rope.beta_fast == 0 ? 32.0 : rope.beta_fast;
-        const double beta_slow = rope.beta_slow == 0 ? 1.0 : rope.beta_slow;
-        const double context = rope.original_max_position_embeddings;
-        auto correction_dim = [&](double rotations) {
-            return (rot_dim * std::log(context / (rotations * 2 * kPi))) / (2 * std::log(base));
-        };
-        const double low = std::max(std::floor(correction_dim(beta_fast)), 0.0);
-        double high = std::min(std::ceil(correction_dim(beta_slow)), double(rot_dim - 1));
-        if (low == high) high += 0.001;
-        for (int f = 0; f < pairs; f++) {
-            const float pos_freq = std::pow(base_f, float(2 * f) / float(rot_dim));
-            const float extrapolation = 1.0f / pos_freq, interpolation = 1.0f / (factor * pos_freq);
-            const float ramp = float(std::min(std::max((f - low) / (high - low), 0.0), 1.0));
-            const float keep = 1 - ramp;
-            result.inv_freq[f] = interpolation * (1 - keep) + extrapolation * keep;
+        case ATTNGEN_ROPE_SCALING_YARN: {
+            const double beta_fast = rope.beta_fast == 0 ? 32.0 : rope.beta_fast;
+            const double beta_slow = rope.beta_slow == 0 ? 1.0 : rope.beta_slow;
+            const double context = rope.original_max_position_embeddings;
+            auto correction_dim = [&](double rotations) {
+                return (rot_dim * std::log(context / (rotations * 2 * kPi))) / (2 * std::log(base));
+            };
+            const double low = std::max(std::floor(correction_dim(beta_fast)), 0.0);
+            double high = std::min(std::ceil(correction_dim(beta_slow)), double(rot_dim - 1));
+            if (low == high) high += 0.001;
+            for (int f = 0; f < pairs; f++) {
+                const float pos_freq = std::pow(base_f, float(2 * f) / float(rot_dim));
+                const float extrapolation = 1.0f / pos_freq, interpolation = 1.0f / (factor * pos_freq);
+                const float ramp = float(std::min(std::max((f - low) / (high - low), 0.0), 1.0));
+                const float keep = 1 - ramp;
+                result.inv_freq[f] = interpolation * (1 - keep) + extrapolation * keep;
+            }
+            result.attention_factor =
+                rope.attention_factor != 0 ? rope.attention_factor : 0.1 * std::log(rope.factor) + 1.0;
+            break;
         }
-        result.attention_factor = rope.attention_factor != 0 ? rope.attention_factor : 0.1 * std::log(rope.factor) + 1.0;
-        break;
-    }
-    default: break;
+        default:
+            break;
     }
     return result;
 }
@@ -220,7 +230,8 @@ attngen_status attngen_alibi_slopes(int32_t heads, double *slopes, char *error, 
         if (heads < 1) invalid("alibi: heads is " + std::to_string(heads) + ", expected >= 1");
         if (!slopes) invalid("alibi: slopes output pointer is null");
         std::vector<double> values = alibi_slopes(heads);
-        for (int h = 0; h < heads; h++) slopes[h] = values[h];
+        for (int h = 0; h < heads; h++)
+            slopes[h] = values[h];
     });
 }
 
@@ -250,7 +261,8 @@ attngen_status attngen_rope_inv_freq(const attngen_rope_params *rope, int32_t he
         check_rope_params(*rope, head_dim);
         if (!inv_freq) invalid("rope: inv_freq output pointer is null");
         RopeFrequencies frequencies = rope_frequencies(*rope, head_dim, seq_len);
-        for (size_t f = 0; f < frequencies.inv_freq.size(); f++) inv_freq[f] = frequencies.inv_freq[f];
+        for (size_t f = 0; f < frequencies.inv_freq.size(); f++)
+            inv_freq[f] = frequencies.inv_freq[f];
         if (attention_factor) *attention_factor = frequencies.attention_factor;
     });
 }

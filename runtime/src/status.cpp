@@ -13,7 +13,8 @@ Tensor make_tensor(T *data, const std::vector<int64_t> &shape, attngen_dtype dty
     t.data = const_cast<void *>(static_cast<const void *>(data));
     t.dtype = dtype;
     t.rank = int32_t(shape.size());
-    for (size_t d = 0; d < shape.size() && d < ATTNGEN_MAX_RANK; d++) t.shape[d] = shape[d];
+    for (size_t d = 0; d < shape.size() && d < ATTNGEN_MAX_RANK; d++)
+        t.shape[d] = shape[d];
     return t;
 }
 
@@ -32,13 +33,25 @@ void set(Status *out, const Status &status) {
 }
 }  // namespace
 
-Tensor tensor(float *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_FLOAT32); }
-Tensor tensor(int32_t *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_INT32); }
-Tensor tensor(const float *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_FLOAT32); }
-Tensor tensor(const int32_t *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_INT32); }
-Tensor tensor(float *data, const std::vector<int64_t> &shape) { return make_tensor(data, shape, ATTNGEN_FLOAT32); }
+Tensor tensor(float *data, std::initializer_list<int64_t> shape) {
+    return make_tensor(data, shape, ATTNGEN_FLOAT32);
+}
+Tensor tensor(int32_t *data, std::initializer_list<int64_t> shape) {
+    return make_tensor(data, shape, ATTNGEN_INT32);
+}
+Tensor tensor(const float *data, std::initializer_list<int64_t> shape) {
+    return make_tensor(data, shape, ATTNGEN_FLOAT32);
+}
+Tensor tensor(const int32_t *data, std::initializer_list<int64_t> shape) {
+    return make_tensor(data, shape, ATTNGEN_INT32);
+}
+Tensor tensor(float *data, const std::vector<int64_t> &shape) {
+    return make_tensor(data, shape, ATTNGEN_FLOAT32);
+}
 
-Tensor bf16_tensor(uint16_t *data, std::initializer_list<int64_t> shape) { return make_tensor(data, shape, ATTNGEN_BFLOAT16); }
+Tensor bf16_tensor(uint16_t *data, std::initializer_list<int64_t> shape) {
+    return make_tensor(data, shape, ATTNGEN_BFLOAT16);
+}
 Tensor bf16_tensor(const uint16_t *data, std::initializer_list<int64_t> shape) {
     return make_tensor(data, shape, ATTNGEN_BFLOAT16);
 }
@@ -84,9 +97,11 @@ Status attention(const std::string &scheme, const std::string &options, const Te
                  const Tensor &v, const Tensor &out, const AttentionDesc &controls, const NamedInputs &inputs,
                  RunInfo *info) {
     std::vector<attngen_named_tensor> tensors;
-    for (const auto &[name, t] : inputs.tensors) tensors.push_back({name.c_str(), t});
+    for (const auto &[name, t] : inputs.tensors)
+        tensors.push_back({name.c_str(), t});
     std::vector<attngen_named_scalar> scalars;
-    for (const auto &[name, value] : inputs.scalars) scalars.push_back({name.c_str(), value});
+    for (const auto &[name, value] : inputs.scalars)
+        scalars.push_back({name.c_str(), value});
     return call([&](char *m, size_t n) {
         return attngen_attention_custom(scheme.c_str(), options.c_str(), &q, &k, &v, &out, &controls, tensors.data(),
                                         int32_t(tensors.size()), scalars.data(), int32_t(scalars.size()), info, m, n);

@@ -9,7 +9,9 @@
 
 namespace attngen::detail {
 
-void fail(attngen_status code, const std::string &message) { throw Failure{code, message}; }
+void fail(attngen_status code, const std::string &message) {
+    throw Failure{code, message};
+}
 
 void write_error(char *error, size_t error_size, const std::string &message) {
     if (!error || error_size == 0) return;
@@ -21,18 +23,24 @@ void write_error(char *error, size_t error_size, const std::string &message) {
 std::string shape_string(const attngen_tensor &t) {
     std::ostringstream out;
     out << "[";
-    for (int d = 0; d < t.rank; d++) out << (d ? ", " : "") << t.shape[d];
+    for (int d = 0; d < t.rank; d++)
+        out << (d ? ", " : "") << t.shape[d];
     out << "]";
     return out.str();
 }
 
-size_t element_size(attngen_dtype dtype) { return dtype == ATTNGEN_BFLOAT16 ? 2 : 4; }
+size_t element_size(attngen_dtype dtype) {
+    return dtype == ATTNGEN_BFLOAT16 ? 2 : 4;
+}
 
 const char *dtype_name(attngen_dtype dtype) {
     switch (dtype) {
-    case ATTNGEN_FLOAT32: return "float32";
-    case ATTNGEN_INT32: return "int32";
-    case ATTNGEN_BFLOAT16: return "bfloat16";
+        case ATTNGEN_FLOAT32:
+            return "float32";
+        case ATTNGEN_INT32:
+            return "int32";
+        case ATTNGEN_BFLOAT16:
+            return "bfloat16";
     }
     return "unknown";
 }
@@ -41,17 +49,21 @@ namespace {
 
 std::string dims_string(const DimNames &dims) {
     std::string s = "[";
-    for (size_t d = 0; d < dims.size(); d++) s += (d ? ", " : "") + dims[d];
+    for (size_t d = 0; d < dims.size(); d++)
+        s += (d ? ", " : "") + dims[d];
     return s + "]";
 }
 }  // namespace
 
-bool is_present(const attngen_tensor *t) { return t && (t->data || t->rank > 0); }
+bool is_present(const attngen_tensor *t) {
+    return t && (t->data || t->rank > 0);
+}
 
 std::vector<int64_t> strides_of(const attngen_tensor &t) {
     std::vector<int64_t> strides(t.rank);
     bool all_zero = true;
-    for (int d = 0; d < t.rank; d++) all_zero = all_zero && t.strides[d] == 0;
+    for (int d = 0; d < t.rank; d++)
+        all_zero = all_zero && t.strides[d] == 0;
     if (all_zero) {
         int64_t stride = 1;
         for (int d = t.rank - 1; d >= 0; d--) {
@@ -59,14 +71,16 @@ std::vector<int64_t> strides_of(const attngen_tensor &t) {
             stride *= std::max<int64_t>(t.shape[d], 1);
         }
     } else {
-        for (int d = 0; d < t.rank; d++) strides[d] = t.strides[d];
+        for (int d = 0; d < t.rank; d++)
+            strides[d] = t.strides[d];
     }
     return strides;
 }
 
 int64_t element_count(const attngen_tensor &t) {
     int64_t n = 1;
-    for (int d = 0; d < t.rank; d++) n *= t.shape[d];
+    for (int d = 0; d < t.rank; d++)
+        n *= t.shape[d];
     return n;
 }
 
@@ -110,13 +124,14 @@ void check_tensor(const attngen_tensor *t, const std::string &name, attngen_dtyp
     for (size_t n = 1; n < order.size(); n++) {
         const int inner = order[n - 1], outer = order[n];
         if (strides[outer] < strides[inner] * t->shape[inner]) {
-            invalid(name + ": strides too small: dimension " + std::to_string(outer) + " (" + dims[outer] + ") has stride " +
-                    std::to_string(strides[outer]) + " but dimension " + std::to_string(inner) + " (" + dims[inner] +
-                    ") spans " + std::to_string(strides[inner] * t->shape[inner]) + " elements");
+            invalid(name + ": strides too small: dimension " + std::to_string(outer) + " (" + dims[outer] +
+                    ") has stride " + std::to_string(strides[outer]) + " but dimension " + std::to_string(inner) +
+                    " (" + dims[inner] + ") spans " + std::to_string(strides[inner] * t->shape[inner]) + " elements");
         }
     }
     int64_t span = 0;
-    for (int d = 0; d < rank; d++) span += strides[d] * std::max<int64_t>(t->shape[d] - 1, 0);
+    for (int d = 0; d < rank; d++)
+        span += strides[d] * std::max<int64_t>(t->shape[d] - 1, 0);
     if (span > std::numeric_limits<int32_t>::max()) invalid(name + ": too large for 32-bit indexing");
 }
 
@@ -124,7 +139,8 @@ bool overlaps(const attngen_tensor &a, const attngen_tensor &b) {
     auto range = [](const attngen_tensor &t) {
         std::vector<int64_t> strides = strides_of(t);
         int64_t last = 0;
-        for (int d = 0; d < t.rank; d++) last += strides[d] * std::max<int64_t>(t.shape[d] - 1, 0);
+        for (int d = 0; d < t.rank; d++)
+            last += strides[d] * std::max<int64_t>(t.shape[d] - 1, 0);
         const size_t bytes = element_size(t.dtype);
         const auto *begin = static_cast<const uint8_t *>(t.data);
         return std::make_pair(begin, begin + (last + 1) * bytes);
@@ -159,7 +175,8 @@ attngen_tensor dense_view(std::vector<T> &values, const std::vector<int64_t> &sh
     view.data = values.data();
     view.dtype = dtype;
     view.rank = int(shape.size());
-    for (size_t d = 0; d < shape.size(); d++) view.shape[d] = shape[d];
+    for (size_t d = 0; d < shape.size(); d++)
+        view.shape[d] = shape[d];
     return view;
 }
 }  // namespace
@@ -188,7 +205,8 @@ void for_each_offset(const attngen_tensor &t, const std::vector<int64_t> &stride
     std::vector<int64_t> index(t.rank, 0);
     for (int64_t flat = 0; flat < count; flat++) {
         int64_t offset = 0;
-        for (int d = 0; d < t.rank; d++) offset += index[d] * strides[d];
+        for (int d = 0; d < t.rank; d++)
+            offset += index[d] * strides[d];
         visit(flat, offset);
         for (int d = t.rank - 1; d >= 0; d--) {
             if (++index[d] < t.shape[d]) break;

@@ -28,12 +28,12 @@ enum class Mask { None, Causal, SlidingWindow };
 enum class Pairing { Half, Interleaved };  // Llama/NeoX rotate_half vs GPT-J/xPos rotate_every_two
 
 struct Problem {
-  int batch = 1, heads = 1, kv_heads = 1, q_len = 1, k_len = 1, head_dim = 1;
-  std::vector<double> q, k, v;  // row-major [B,H,Lq,D] and [B,Hkv,Lk,D]
-  Mask mask = Mask::None;
-  int window = 0;               // SlidingWindow: allowed iff j <= p_i and p_i - j < window
-  std::vector<int> kv_len;      // per batch valid keys (keys j >= kv_len[b] masked); empty = k_len
-  double scale = 0;             // <= 0: the scheme's default
+    int batch = 1, heads = 1, kv_heads = 1, q_len = 1, k_len = 1, head_dim = 1;
+    std::vector<double> q, k, v;  // row-major [B,H,Lq,D] and [B,Hkv,Lk,D]
+    Mask mask = Mask::None;
+    int window = 0;           // SlidingWindow: allowed iff j <= p_i and p_i - j < window
+    std::vector<int> kv_len;  // per batch valid keys (keys j >= kv_len[b] masked); empty = k_len
+    double scale = 0;         // <= 0: the scheme's default
 };
 
 // ---- schemes -------------------------------------------------------------------------------
@@ -43,23 +43,23 @@ struct Sdpa {};
 // score = scale*q.k - slope_h*(p_i - j)   (or - slope_h*|p_i - j| when symmetric), bias added
 // after scaling. slopes has `heads` entries (see alibi_slopes).
 struct Alibi {
-  std::vector<double> slopes;
-  bool symmetric = false;
+    std::vector<double> slopes;
+    bool symmetric = false;
 };
 
 // score = scale*q.k + table[bucket(j - p_i), h]; table is [num_buckets, H]; default scale 1.
 struct T5 {
-  std::vector<double> table;
-  int num_buckets = 32, max_distance = 128;
-  bool bidirectional = true;
+    std::vector<double> table;
+    int num_buckets = 32, max_distance = 128;
+    bool bidirectional = true;
 };
 
 // Shaw et al. / tensor2tensor. Tables [2K+1, D] shared by all heads, idx = clip(j - p_i, -K, K) + K.
 // score = scale*(q_i.(k_j + rel_keys[idx])); out_i = sum_j p_ij (v_j + rel_values[idx]).
 // rel_values may be empty (no value term).
 struct Shaw {
-  int clip = 1;
-  std::vector<double> rel_keys, rel_values;
+    int clip = 1;
+    std::vector<double> rel_keys, rel_values;
 };
 
 // Transformer-XL relative attention. r: [H, Lk, D], row t encodes distance Lk-1-t; u, v: [H, D].
@@ -67,7 +67,7 @@ struct Shaw {
 // For non-causal use, entries with j > p_i would need row index > Lk-1: the row index is clamped
 // to Lk-1 (distance 0). The reference itself only defines allowed (j <= p_i) entries.
 struct TransformerXL {
-  std::vector<double> r, u, v;
+    std::vector<double> r, u, v;
 };
 
 // DeBERTa disentangled attention (c2p + p2c). pos_key/pos_query: [H, 2*span, D].
@@ -75,10 +75,10 @@ struct TransformerXL {
 // max_position > 0; idx = clamp(rel + span, 0, 2*span-1) for both c2p and p2c.
 // score = scale*(q_i.k_j + q_i.pos_key[idx] + k_j.pos_query[idx]); default scale 1/sqrt(3D).
 struct Deberta {
-  std::vector<double> pos_key, pos_query;
-  int span = 0;
-  int bucket_size = 0;
-  int max_position = 0;
+    std::vector<double> pos_key, pos_query;
+    int span = 0;
+    int bucket_size = 0;
+    int max_position = 0;
 };
 
 // Rotary position embedding on the first rot_dim channels of q and k (the rest pass through).
@@ -88,11 +88,11 @@ struct Deberta {
 // rot_dim 0 -> D; inv_freq must have rot_dim/2 entries (empty -> rope_inv_freq(rot_dim, 10000)).
 // q_positions [B, Lq], k_positions [B, Lk] (doubles holding integers); empty -> p_i and j.
 struct Rope {
-  Pairing pairing = Pairing::Half;
-  int rot_dim = 0;
-  std::vector<double> inv_freq;
-  std::vector<double> q_positions, k_positions;
-  double attention_factor = 1;
+    Pairing pairing = Pairing::Half;
+    int rot_dim = 0;
+    std::vector<double> inv_freq;
+    std::vector<double> q_positions, k_positions;
+    double attention_factor = 1;
 };
 
 // xPos (torchscale XPOS): interleaved rotation with theta_i = 10000^(-i/(D/2)) (i < D/2), angle
@@ -101,30 +101,30 @@ struct Rope {
 // centre: torchscale's min_pos = -N // 2 (floor) with N = k_len for both calls. centre == 0 means
 // "default" = floor(-k_len/2) (0 is never a torchscale min_pos for N >= 1).
 struct Xpos {
-  double scale_base = 512;
-  std::vector<double> q_positions, k_positions;
-  double centre = 0;
+    double scale_base = 512;
+    std::vector<double> q_positions, k_positions;
+    double centre = 0;
 };
 
 using Scheme = std::variant<Sdpa, Alibi, T5, Shaw, TransformerXL, Deberta, Rope, Xpos>;
 
-std::vector<double> attention(const Problem&, const Scheme&);      // out [B,H,Lq,D]
-std::vector<double> probabilities(const Problem&, const Scheme&);  // probs [B,H,Lq,Lk] (masked = 0)
+std::vector<double> attention(const Problem &, const Scheme &);      // out [B,H,Lq,D]
+std::vector<double> probabilities(const Problem &, const Scheme &);  // probs [B,H,Lq,Lk] (masked = 0)
 
 // ---- helpers (additions to the core API) --------------------------------------------------------
 
 // The scale actually used: p.scale if > 0, else the scheme's default for head_dim.
-double effective_scale(const Problem&, const Scheme&);
+double effective_scale(const Problem &, const Scheme &);
 // Mask predicate for query row i / key j of batch b (positions as above).
-bool is_allowed(const Problem&, int b, int i, int j);
+bool is_allowed(const Problem &, int b, int i, int j);
 
 // Rotated / decayed q and k as used inside attention(): q' [B,H,Lq,D], k' [B,Hkv,Lk,D].
 // For Rope these are HF's q_rot / k_rot; for Xpos torchscale's q_xpos / k_xpos (before scaling).
 struct TransformedQK {
-  std::vector<double> q, k;
+    std::vector<double> q, k;
 };
-TransformedQK rope_apply(const Problem&, const Rope&);
-TransformedQK xpos_apply(const Problem&, const Xpos&);
+TransformedQK rope_apply(const Problem &, const Rope &);
+TransformedQK xpos_apply(const Problem &, const Xpos &);
 
 // ---- positional functions ---------------------------------------------------------------------
 
@@ -153,18 +153,16 @@ std::vector<double> rope_inv_freq(int rot_dim, double base);
 std::vector<double> rope_inv_freq_linear(int rot_dim, double base, double factor);
 // Dynamic NTK: base' = base*((factor*seq_len/mpe) - (factor-1))^(rot_dim/(rot_dim-2)) only if
 // seq_len > mpe (seq_len = max(position_ids)+1), else the default frequencies.
-std::vector<double> rope_inv_freq_dynamic_ntk(int rot_dim, double base, double factor,
-                                              int max_position_embeddings, int seq_len);
+std::vector<double> rope_inv_freq_dynamic_ntk(int rot_dim, double base, double factor, int max_position_embeddings,
+                                              int seq_len);
 // Llama 3.1 piecewise-by-wavelength scaling (HF _compute_llama3_parameters); attention_factor = 1.
-std::vector<double> rope_inv_freq_llama3(int rot_dim, double base, double factor,
-                                         double low_freq_factor, double high_freq_factor,
-                                         int original_max_position_embeddings);
+std::vector<double> rope_inv_freq_llama3(int rot_dim, double base, double factor, double low_freq_factor,
+                                         double high_freq_factor, int original_max_position_embeddings);
 // HF _compute_yarn_parameters (transformers @0044e3b3). beta_fast / beta_slow == 0 -> 32 / 1 (the
 // Python `or` default). The correction range uses original_max_position_embeddings.
 // *attention_factor_out (if non-null) receives 0.1*ln(factor) + 1.
-std::vector<double> rope_inv_freq_yarn(int rot_dim, double base, double factor,
-                                       int original_max_position_embeddings, double beta_fast,
-                                       double beta_slow, double* attention_factor_out);
+std::vector<double> rope_inv_freq_yarn(int rot_dim, double base, double factor, int original_max_position_embeddings,
+                                       double beta_fast, double beta_slow, double *attention_factor_out);
 
 enum class SinusoidConvention { PaperInterleaved, Tensor2TensorConcat, TransformerXLConcat };
 // Row-major [length, sinusoid_columns(conv, channels)], positions 0..length-1.

@@ -18,7 +18,9 @@ double ProblemShape::flops() const {
     return mask != kMaskNone && q_len > 1 ? flops / 2 : flops;
 }
 
-double ProblemShape::kv_bytes() const { return 2.0 * batch * kv_heads * double(k_len) * head_dim * 4; }
+double ProblemShape::kv_bytes() const {
+    return 2.0 * batch * kv_heads * double(k_len) * head_dim * 4;
+}
 
 std::string ProblemShape::text() const {
     std::ostringstream out;
@@ -30,8 +32,8 @@ std::string ProblemShape::text() const {
 std::string Candidate::describe() const {
     if (!autoscheduler.empty()) return autoscheduler;
     std::ostringstream out;
-    out << "tile " << params.blocking.query_tile << " chunk " << params.blocking.key_chunk << " qk " << params.qk_block_keys
-        << " pv " << params.pv_block_rows << " vec " << params.vector_width
+    out << "tile " << params.blocking.query_tile << " chunk " << params.blocking.key_chunk << " qk "
+        << params.qk_block_keys << " pv " << params.pv_block_rows << " vec " << params.vector_width
         << (params.blocking.merge == Merge::Online ? " online" : "") << (params.split_keys ? " split" : "");
     return out.str();
 }
@@ -44,7 +46,8 @@ void random_problem(const ProblemShape &s, uint64_t seed, std::vector<float> &q,
     k.resize(size_t(s.batch) * s.kv_heads * s.k_len * s.head_dim);
     v.resize(k.size());
     for (auto *data : {&q, &k, &v}) {
-        for (float &x : *data) x = normal(rng);
+        for (float &x : *data)
+            x = normal(rng);
     }
 }
 
@@ -61,13 +64,55 @@ std::vector<double> dense(const Buffer<> &buffer) {
     Buffer<float> f(buffer);
     std::vector<double> values;
     values.reserve(f.number_of_elements());
-    for (size_t n = 0; n < f.number_of_elements(); n++) values.push_back(f.data()[n]);
+    for (size_t n = 0; n < f.number_of_elements(); n++)
+        values.push_back(f.data()[n]);
     return values;
 }
 
 std::vector<double> dense_ints(const Buffer<> &buffer) {
     Buffer<int32_t> f(buffer);
     return std::vector<double>(f.data(), f.data() + f.number_of_elements());
+}
+
+// Adams2019 unrolls loops whose *estimated* extent is small, also where the extent is only known at
+// run time (the number of key chunks); Halide then refuses to compile. Such loops are made serial,
+// one at a time, from the names the errors give; the count is reported with the result.
+int compile_making_unknown_unrolls_serial(Func output, const Target &target) {
+    const std::string marker = "Loop over ";
+    for (int serialized = 0;; serialized++) {
+        try {
+            Pipeline(output).compile_jit(target);  // a fresh pipeline per try: a failed one stays broken
+            output.compile_jit(target);
+            return serialized;
+        } catch (const CompileError &e) {
+            const std::string message = e.what();
+            const size_t at = message.find(marker);
+            if (serialized >= 32 ||
+                message.find("Can only unroll for loops over a constant extent") == std::string::npos ||
+                at == std::string::npos) {
+                throw;
+            }
+            const size_t begin = at + marker.size();
+            const std::string loop = message.substr(begin, message.find(' ', begin) - begin);  // func.sN.var
+            const size_t first_dot = loop.find('.'), second_dot = loop.find('.', first_dot + 1);
+            const std::string func_name = loop.substr(0, first_dot);
+            const int stage = std::stoi(loop.substr(first_dot + 2, second_dot - first_dot - 2));
+            const std::string var = loop.substr(second_dot + 1);
+            auto env = Internal::build_environment({output.function()});
+            auto found = env.find(func_name);
+            if (found == env.end()) throw;
+            Internal::Function f = found->second;
+            Internal::Definition def = stage == 0 ? f.definition() : f.update(stage - 1);
+            bool changed = false;
+            for (Internal::Dim &dim : def.schedule().dims()) {
+                if (dim.var == var && dim.for_type == Internal::ForType::Unrolled) {
+                    dim.for_type = Internal::ForType::Serial;
+                    changed = true;
+                }
+            }
+            if (!changed) throw;
+        }
+    }
 }
 
 }  // namespace
@@ -84,22 +129,33 @@ SchemeInputs::SchemeInputs(const std::string &scheme, const std::string &options
         const std::string &n = spec.name;
         if (spec.dimensions == 0) {
             // Scalars of the built-in schemes at realistic settings; others default to 1.
-            if (n == "t5_bidirectional") scalars_[n] = 1;
-            else if (n == "t5_max_distance") scalars_[n] = 128;
-            else if (n == "t5_log_span") scalars_[n] = float(std::log(128.0 / 8.0));
-            else if (n == "deberta_bucket_size") scalars_[n] = 256;
-            else if (n == "deberta_max_position") scalars_[n] = 512;
-            else if (n == "deberta_log_span") scalars_[n] = float(std::log(511.0 / 128.0));
-            else if (n == "xpos_scale_base") scalars_[n] = 512;
-            else if (n == "xpos_centre") scalars_[n] = -((s.k_len + 1) / 2);
-            else if (n == "alibi_symmetric") scalars_[n] = 0;
-            else scalars_[n] = 1;
+            if (n == "t5_bidirectional")
+                scalars_[n] = 1;
+            else if (n == "t5_max_distance")
+                scalars_[n] = 128;
+            else if (n == "t5_log_span")
+                scalars_[n] = float(std::log(128.0 / 8.0));
+            else if (n == "deberta_bucket_size")
+                scalars_[n] = 256;
+            else if (n == "deberta_max_position")
+                scalars_[n] = 512;
+            else if (n == "deberta_log_span")
+                scalars_[n] = float(std::log(511.0 / 128.0));
+            else if (n == "xpos_scale_base")
+                scalars_[n] = 512;
+            else if (n == "xpos_centre")
+                scalars_[n] = -((s.k_len + 1) / 2);
+            else if (n == "alibi_symmetric")
+                scalars_[n] = 0;
+            else
+                scalars_[n] = 1;
             continue;
         }
         if (n == "slopes") {
             std::vector<double> slopes = ref::alibi_slopes(H);
             Buffer<float> b(H);
-            for (int h = 0; h < H; h++) b(h) = float(slopes[h]);
+            for (int h = 0; h < H; h++)
+                b(h) = float(slopes[h]);
             buffers_[n] = b;
         } else if (n == "t5_table") {
             buffers_[n] = random_table({H, 32}, rng, 0.5f);
@@ -113,7 +169,8 @@ SchemeInputs::SchemeInputs(const std::string &scheme, const std::string &options
             buffers_[n] = random_table({D, 512, H}, rng, 0.5f);  // span 256 (log buckets 256 / 512)
         } else if (n == "rope_inv_freq") {
             Buffer<float> b(D / 2);
-            for (int c = 0; c < D / 2; c++) b(c) = 1.0f / std::pow(10000.0f, float(2 * c) / float(D));
+            for (int c = 0; c < D / 2; c++)
+                b(c) = 1.0f / std::pow(10000.0f, float(2 * c) / float(D));
             buffers_[n] = b;
         } else if (n == "q_positions") {
             buffers_[n] = q_positions;
@@ -126,7 +183,8 @@ SchemeInputs::SchemeInputs(const std::string &scheme, const std::string &options
             b.for_each_value([&](float &x) { x = uniform(rng); });
             buffers_[n] = b;
         } else {
-            throw std::runtime_error("attngen-tune: no input recipe for " + scheme + " input '" + n + "' (" + spec.what + ")");
+            throw std::runtime_error("attngen-tune: no input recipe for " + scheme + " input '" + n + "' (" +
+                                     spec.what + ")");
         }
     }
 }
@@ -161,7 +219,8 @@ std::vector<double> SchemeInputs::reference_output(const ProblemShape &s, const 
         scheme = ref::Deberta{buffer("deberta_pos_key"), buffer("deberta_pos_query"), 256, 256, 512};
     } else if (scheme_ == "rope") {
         ref::Rope rope;
-        rope.pairing = options_.find("interleaved") != std::string::npos ? ref::Pairing::Interleaved : ref::Pairing::Half;
+        rope.pairing =
+            options_.find("interleaved") != std::string::npos ? ref::Pairing::Interleaved : ref::Pairing::Half;
         rope.rot_dim = s.head_dim;
         rope.inv_freq = buffer("rope_inv_freq");
         rope.q_positions = dense_ints(buffers_.at("q_positions"));
@@ -205,11 +264,13 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
                                           {head_dim}, /*generic=*/false);
     for (ImageParam *input : {&bindings_.q, &bindings_.k, &bindings_.v}) {
         input->dim(0).set_min(0).set_stride(1);
-        for (int d = 1; d < 4; d++) input->dim(d).set_min(0);
+        for (int d = 1; d < 4; d++)
+            input->dim(d).set_min(0);
     }
     OutputImageParam out = pipeline_.output.output_buffer();
     out.dim(0).set_min(0).set_stride(1).set_extent(bindings_.q.dim(0).extent());
-    for (int d = 1; d < 4; d++) out.dim(d).set_min(0).set_extent(bindings_.q.dim(d).extent());
+    for (int d = 1; d < 4; d++)
+        out.dim(d).set_min(0).set_extent(bindings_.q.dim(d).extent());
 
     auto start = std::chrono::steady_clock::now();
     if (candidate.autoscheduler.empty()) {
@@ -230,7 +291,8 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
         }
         for (auto &[name, param] : buffer_params_) {
             Region estimates;
-            for (int d = 0; d < param.dimensions(); d++) estimates.push_back({0, d == 0 ? head_dim : 64});
+            for (int d = 0; d < param.dimensions(); d++)
+                estimates.push_back({0, d == 0 ? head_dim : 64});
             param.set_estimates(estimates);
         }
         pipeline_.output.set_estimates({{0, head_dim}, {0, q_len}, {0, heads}, {0, 1}});
@@ -246,9 +308,14 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
             load_plugin(std::string(ATTNGEN_HALIDE_PLUGIN_DIR) + "/" + plugin->second);
             loaded[plugin->first] = true;
         }
-        Pipeline(pipeline_.output).auto_schedule(candidate.autoscheduler, target, MachineParams(2, 32 * 1024 * 1024, 40));
+        Pipeline(pipeline_.output)
+            .auto_schedule(candidate.autoscheduler, target, MachineParams(2, 32 * 1024 * 1024, 40));
     }
-    pipeline_.output.compile_jit(target);
+    if (candidate.autoscheduler.empty()) {
+        pipeline_.output.compile_jit(target);
+    } else {
+        serialized_unrolls_ = compile_making_unknown_unrolls_serial(pipeline_.output, target);
+    }
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -270,11 +337,14 @@ void JitAttention::bind(const ProblemShape &s, const std::vector<float> &q, cons
     scale_.set(0.f);
     mask_kind_.set(s.mask);
     window_.set(0);
-    for (auto &[name, param] : buffer_params_) param.set(inputs.buffers().at(name));
+    for (auto &[name, param] : buffer_params_)
+        param.set(inputs.buffers().at(name));
     for (auto &[name, parameter] : scalar_params_) {
         const double value = inputs.scalars().at(name);
-        if (parameter->type().is_float()) parameter->set_scalar<float>(float(value));
-        else parameter->set_scalar<int32_t>(int32_t(value));
+        if (parameter->type().is_float())
+            parameter->set_scalar<float>(float(value));
+        else
+            parameter->set_scalar<int32_t>(int32_t(value));
     }
 }
 

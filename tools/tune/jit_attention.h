@@ -18,9 +18,9 @@ namespace attngen::tune {
 
 struct ProblemShape {
     int batch = 1, heads = 8, kv_heads = 8, q_len = 1024, k_len = 1024, head_dim = 64;
-    int mask = 0;  // MaskKind
-    double flops() const;        // 4 B H Lq Lk D, halved when causal with Lq > 1
-    double kv_bytes() const;     // K and V bytes read
+    int mask = 0;             // MaskKind
+    double flops() const;     // 4 B H Lq Lk D, halved when causal with Lq > 1
+    double kv_bytes() const;  // K and V bytes read
     std::string text() const;
 };
 
@@ -40,8 +40,8 @@ public:
     const std::map<std::string, double> &scalars() const { return scalars_; }
     // Whether the double-precision reference knows this scheme (user-defined ones: no).
     bool has_reference() const;
-    std::vector<double> reference_output(const ProblemShape &shape, const std::vector<float> &q, const std::vector<float> &k,
-                                         const std::vector<float> &v) const;
+    std::vector<double> reference_output(const ProblemShape &shape, const std::vector<float> &q,
+                                         const std::vector<float> &k, const std::vector<float> &v) const;
 
 private:
     std::string scheme_, options_;
@@ -65,6 +65,8 @@ public:
     // `repetitions` timed runs of the prepared problem, seconds each.
     std::vector<double> time(int repetitions);
     double compile_seconds() const { return compile_seconds_; }
+    // Loops an autoscheduler unrolled over a run-time extent, made serial so that it compiles.
+    int serialized_unrolls() const { return serialized_unrolls_; }
 
 private:
     void bind(const ProblemShape &shape, const std::vector<float> &q, const std::vector<float> &k,
@@ -79,6 +81,7 @@ private:
     Halide::Buffer<float> q_, k_, v_, out_;
     Halide::Buffer<int32_t> kv_len_;
     double compile_seconds_ = 0;
+    int serialized_unrolls_ = 0;
 };
 
 // Random problem data for a shape (seeded).

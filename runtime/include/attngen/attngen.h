@@ -94,8 +94,8 @@ typedef struct attngen_rope_params {
 typedef struct attngen_attention_desc {
     attngen_scheme scheme;
     attngen_mask mask;
-    int32_t window;         /* sliding window size in keys (mask == SLIDING_WINDOW) */
-    float scale;            /* 0 = scheme default: 1/sqrt(D); T5 1; DeBERTa 1/sqrt(3D) */
+    int32_t window; /* sliding window size in keys (mask == SLIDING_WINDOW) */
+    float scale;    /* 0 = scheme default: 1/sqrt(D); T5 1; DeBERTa 1/sqrt(3D) */
     attngen_device device;
     attngen_tensor kv_lengths; /* optional [batch] int32: keys j >= kv_lengths[b] are masked */
 
@@ -144,8 +144,8 @@ void attngen_attention_desc_init(attngen_attention_desc *desc);
 /* out [B,H,Lq,D] = attention(q [B,H,Lq,D], k [B,Hkv,Lk,D], v [B,Hkv,Lk,D]) with desc's scheme.
  * q, k, v and out are all float32, or all bfloat16 (CPU). `info` and `error` may be NULL. */
 attngen_status attngen_attention(const attngen_tensor *q, const attngen_tensor *k, const attngen_tensor *v,
-                                 const attngen_tensor *out, const attngen_attention_desc *desc,
-                                 attngen_run_info *info, char *error, size_t error_size);
+                                 const attngen_tensor *out, const attngen_attention_desc *desc, attngen_run_info *info,
+                                 char *error, size_t error_size);
 
 /* User-defined schemes (a new file in generators/schemes/): inputs by the names the scheme declares.
  * Integral scalars are passed to int32 inputs, all scalars to float32 inputs. `desc` supplies the
@@ -163,18 +163,16 @@ typedef struct attngen_named_scalar {
 attngen_status attngen_attention_custom(const char *scheme, const char *options, const attngen_tensor *q,
                                         const attngen_tensor *k, const attngen_tensor *v, const attngen_tensor *out,
                                         const attngen_attention_desc *desc, const attngen_named_tensor *tensors,
-                                        int32_t tensor_count, const attngen_named_scalar *scalars,
-                                        int32_t scalar_count, attngen_run_info *info, char *error,
-                                        size_t error_size);
+                                        int32_t tensor_count, const attngen_named_scalar *scalars, int32_t scalar_count,
+                                        attngen_run_info *info, char *error, size_t error_size);
 
 /* Standalone positional kernels (CPU). */
 /* x_out = rope(x) for x [B,H,L,D]; positions [B,L] int32 optional (default 0..L-1). */
 attngen_status attngen_rope(const attngen_tensor *x, const attngen_tensor *positions, const attngen_rope_params *rope,
                             int32_t seq_len_hint, const attngen_tensor *out, char *error, size_t error_size);
 /* xPos on x [B,H,L,D] at positions (default offset..offset+L-1); keys use downscale = 1. */
-attngen_status attngen_xpos(const attngen_tensor *x, const attngen_tensor *positions, double scale_base,
-                            int32_t centre, int32_t downscale, const attngen_tensor *out, char *error,
-                            size_t error_size);
+attngen_status attngen_xpos(const attngen_tensor *x, const attngen_tensor *positions, double scale_base, int32_t centre,
+                            int32_t downscale, const attngen_tensor *out, char *error, size_t error_size);
 
 typedef enum attngen_sinusoid_convention {
     ATTNGEN_SINUSOID_PAPER = 0, /* pytorch examples: interleaved sin/cos, 10000^(-2i/d); even d only */
@@ -185,9 +183,8 @@ typedef enum attngen_sinusoid_convention {
 /* Columns of a table of `channels` channels in a convention (TXL: 2*ceil(d/2)). */
 int32_t attngen_sinusoid_columns(attngen_sinusoid_convention convention, int32_t channels);
 /* out [length, columns] float32 for positions offset .. offset+length-1. */
-attngen_status attngen_sinusoid_table(attngen_sinusoid_convention convention, int32_t channels,
-                                      int32_t position_offset, double base, const attngen_tensor *out,
-                                      char *error, size_t error_size);
+attngen_status attngen_sinusoid_table(attngen_sinusoid_convention convention, int32_t channels, int32_t position_offset,
+                                      double base, const attngen_tensor *out, char *error, size_t error_size);
 /* out = x + sinusoid[positions] for x [B,L,C]; positions [B,L] int32 optional (default 0..L-1). */
 attngen_status attngen_add_sinusoid(const attngen_tensor *x, const attngen_tensor *positions,
                                     attngen_sinusoid_convention convention, double base, const attngen_tensor *out,
@@ -211,6 +208,9 @@ attngen_status attngen_deberta_bucket(int32_t relative_position, int32_t bucket_
 attngen_status attngen_rope_inv_freq(const attngen_rope_params *rope, int32_t head_dim, int32_t seq_len,
                                      float *inv_freq, double *attention_factor, char *error, size_t error_size);
 
+/* The name of a built-in scheme as kernels, attngen_attention_custom and reports know it ("sdpa",
+ * "rope", ...); NULL for a value that is not a scheme. */
+const char *attngen_scheme_name(attngen_scheme scheme);
 /* Kernels compiled into this build, one line each, for diagnostics. */
 const char *attngen_kernel_list(void);
 /* Whether a device's runtime finds a usable device (GPU) in this process. */
