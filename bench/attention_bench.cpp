@@ -3,6 +3,7 @@
 //   probe/...                         machine probes (OpenBLAS sgemm and streaming read, 2 threads);
 //                                     also run before anything else, for the percent-of-peak counters
 //   attngen/<scheme>/<mask>/<shape>   the fused kernel (attngen::attention, device CPU)
+//   attngen_bf16/<scheme>/<mask>/<shape>  the same with bfloat16 q, k, v and out (fp32 math)
 //   openblas/<scheme>/<mask>/<shape>  unfused: per-head sgemm, dense positional bias, softmax, sgemm
 //   onednn/<scheme>/<mask>/<shape>    unfused with oneDNN batched matmul + softmax primitives
 //   naive/<scheme>/<mask>/<shape>     straightforward loops, one thread (small shapes and decode)
@@ -44,12 +45,14 @@
 namespace attngen_bench {
 namespace {
 
-enum class Impl { Attngen, Openblas, Onednn, Naive };
+enum class Impl { Attngen, AttngenBf16, Openblas, Onednn, Naive };
 
 const char *impl_name(Impl impl) {
     switch (impl) {
         case Impl::Attngen:
             return "attngen";
+        case Impl::AttngenBf16:
+            return "attngen_bf16";
         case Impl::Openblas:
             return "openblas";
         case Impl::Onednn:
@@ -74,7 +77,7 @@ bool naive_runs(const Shape &s) {
     return s.decode() || double(s.batch) * s.heads * s.q_len * s.k_len <= 8.0 * 512 * 512;
 }
 
-void set_counters(benchmark::State &state, const Config &c, double max_err) {
+void set_counters(benchmark::State &state, const Config &c, double max_err, double bytes_per_element) {
     using benchmark::Counter;
     const ProbeResults &probe = probes();
     const double f = flops(c);
@@ -85,7 +88,7 @@ void set_counters(benchmark::State &state, const Config &c, double max_err) {
         state.counters["pct_sgemm_peak"] =
             Counter(f * 1e-9 / probe.sgemm_peak_gflops() * 100.0, Counter::kIsIterationInvariantRate);
     if (c.shape.decode()) {
-        const double bytes = kv_bytes(c);
+        const double bytes = kv_bytes(c, bytes_per_element);
         state.counters["GB/s"] = Counter(bytes * 1e-9, Counter::kIsIterationInvariantRate);
         if (probe.read_gbs > 0)
             state.counters["pct_read_bw"] =
@@ -119,6 +122,13 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     attngen_attention_desc desc{};
     attngen::Tensor q_t{}, k_t{}, v_t{}, o_t{};
     attngen::Status status;
+    std::vector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
+    auto to_bf16 = [](const std::vector<float> &x) {
+        std::vector<uint16_t> y(x.size());
+        for (std::size_t n = 0; n < x.size(); n++)
+            y[n] = attngen::to_bf16(x[n]);
+        return y;
+    };
     try {
         switch (impl) {
             case Impl::Attngen: {
@@ -133,6 +143,28 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                     state.SkipWithError(("attngen failed: " + status.message).c_str());
                     return;
                 }
+                label = std::string(info.kernel) + " | " + info.cpu_target;
+                call = [&] { status = attngen::attention(q_t, k_t, v_t, o_t, desc); };
+                break;
+            }
+            case Impl::AttngenBf16: {
+                desc = make_desc(p);
+                q16 = to_bf16(p.q);
+                k16 = to_bf16(p.k);
+                v16 = to_bf16(p.v);
+                out16.assign(p.q_size(), 0);
+                q_t = attngen::bf16_tensor(q16.data(), {p.B, p.H, p.Lq, p.D});
+                k_t = attngen::bf16_tensor(k16.data(), {p.B, p.Hkv, p.Lk, p.D});
+                v_t = attngen::bf16_tensor(v16.data(), {p.B, p.Hkv, p.Lk, p.D});
+                o_t = attngen::bf16_tensor(out16.data(), {p.B, p.H, p.Lq, p.D});
+                attngen::RunInfo info{};
+                status = attngen::attention(q_t, k_t, v_t, o_t, desc, &info);
+                if (!status) {
+                    state.SkipWithError(("attngen bf16 failed: " + status.message).c_str());
+                    return;
+                }
+                for (std::size_t n = 0; n < out16.size(); n++)
+                    out[n] = attngen::from_bf16(out16[n]);
                 label = std::string(info.kernel) + " | " + info.cpu_target;
                 call = [&] { status = attngen::attention(q_t, k_t, v_t, o_t, desc); };
                 break;
@@ -163,7 +195,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     // The first run (above) is the warm-up; the first call of a configuration validates it.
     auto known = validated().find(key);
     if (known == validated().end()) {
-        known = validated().emplace(key, check_output(p, out.data())).first;
+        known = validated().emplace(key, check_output(p, out.data(), impl == Impl::AttngenBf16)).first;
     }
     const Check &check = known->second;
     if (!check.ok) {
@@ -180,7 +212,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         state.SkipWithError(("attngen failed: " + status.message).c_str());
         return;
     }
-    set_counters(state, c, check.max_abs);
+    set_counters(state, c, check.max_abs, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
     state.SetLabel(label);
 }
 
@@ -223,7 +255,7 @@ void register_benchmarks(std::size_t probe_mib) {
         for (SchemeId scheme : all_schemes())
             for (bool causal : {true, false}) {
                 const Config c{scheme, causal, shape};
-                for (Impl impl : {Impl::Attngen, Impl::Openblas, Impl::Onednn, Impl::Naive}) {
+                for (Impl impl : {Impl::Attngen, Impl::AttngenBf16, Impl::Openblas, Impl::Onednn, Impl::Naive}) {
                     if (impl == Impl::Naive && !naive_runs(shape)) continue;
                     const std::string name = std::string(impl_name(impl)) + "/" + c.name();
                     auto *b = benchmark::RegisterBenchmark(name.c_str(), bench_attention, impl, c);

@@ -45,7 +45,7 @@ double flops(const Config &c);
 double flops_with_extra(const Config &c);
 bool has_extra_flops(SchemeId s);
 // Bytes of K and V read once: B * Hkv * Lk * D * 4 * 2.
-double kv_bytes(const Config &c);
+double kv_bytes(const Config &c, double bytes_per_element = 4.0);
 
 // One validation row: the reference output of query row (b, h, i) in double precision.
 struct RefRow {
@@ -138,7 +138,8 @@ struct Check {
     double max_abs = 0;
     std::string text;
 };
-Check check_output(const Problem &p, const float *out);
+// bf16: outputs of bfloat16 inputs carry bf16 rounding (8 significant bits): atol = rtol = 5e-2.
+Check check_output(const Problem &p, const float *out, bool bf16 = false);
 
 template <typename T>
 void Problem::rotate_row(const float *x, const float *cos_row, const float *sin_row, T *out) const {

@@ -57,6 +57,24 @@ Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &ro
     return stage.func;
 }
 
+Halide::Func Scheme::dot_per_score(const std::string &name, const ChannelTerm &term,
+                                   const Halide::Expr &channels) const {
+    using namespace Halide;
+    Var j("j"), i("i"), h("h"), b("b");
+    HelperStage stage;
+    stage.placement = Placement::PerQueryTile;
+    stage.is_contraction = true;
+    stage.per_score = true;
+    stage.channels = RDom(0, channels, name + "_c");
+    stage.product = Func(name + "_product");
+    stage.product(j, i, h, b) = 0.f;
+    stage.product(j, i, h, b) += term(stage.channels, j, i, h, b);
+    stage.func = Func(name);
+    stage.func(j, i, h, b) = stage.product(j, i, h, b);
+    helpers_.push_back(stage);
+    return stage.func;
+}
+
 Halide::Expr Scheme::default_scale(const AttentionProblem &p) const {
     return 1.f / Halide::sqrt(Halide::cast<float>(p.head_dim));
 }

@@ -47,6 +47,8 @@ struct HelperStage {
     // Set for contractions (see Scheme::contraction): func(x, i, h, b) = product(x, i, h, b), the sum
     // over channels of rows(c, i, h, b) * table(c, x, h, b), with both operands index-clamped.
     bool is_contraction = false;
+    // Set for per-score dot products (see Scheme::dot_per_score): product only, no rows/table.
+    bool per_score = false;
     Halide::Func product, rows, table;
     Halide::RDom channels;
 };
@@ -134,6 +136,13 @@ protected:
     Halide::Func contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
                              const Halide::Func &table, const Halide::Expr &table_rows, const Halide::Expr &channels,
                              Placement placement) const;
+
+    // A dot product per score, out(j, i, h, b) = sum over channels c < `channels` of
+    // term(c, j, i, h, b), for operands that depend on both the key and the query row (DeBERTa's p2c
+    // when a tile is one row). Schedules evaluate it where the scores use it, vectorized over channels.
+    using ChannelTerm = std::function<Halide::Expr(const Halide::Expr &c, const Halide::Expr &j, const Halide::Expr &i,
+                                                   const Halide::Expr &h, const Halide::Expr &b)>;
+    Halide::Func dot_per_score(const std::string &name, const ChannelTerm &term, const Halide::Expr &channels) const;
 
 private:
     mutable std::vector<HelperStage> helpers_;

@@ -108,7 +108,7 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
     for (HelperStage &helper : s.helpers) {
         Func f = helper.func;
         std::vector<Var> args = f.args();
-        if (helper.is_contraction && contractions_per_score) {
+        if (helper.is_contraction && (contractions_per_score || helper.per_score)) {
             schedule_contraction_per_score(helper, s, vector_width, fixed_head_dim);
             continue;
         }

@@ -47,9 +47,13 @@ public:
             contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim, Placement::PerQueryTile);
         if (p.single_row_tiles) {
             // One query row: each key needs one row of Qr, so p2c is one dot product per score.
-            keys_ = keys;
-            query_table_ = query_table;
-            head_dim_ = p.head_dim;
+            Func row_of_distance = row_of_distance_;
+            position_to_content_ = dot_per_score(
+                "deberta_p2c",
+                [=](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
+                    return keys(c, j, h, b) * query_table(c, row_of_distance(p.query_position(i) - j), h, b);
+                },
+                p.head_dim);
             return;
         }
         // p2c: k_j . Qr[r] for every row and key, once per call.
@@ -60,20 +64,12 @@ public:
     Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
                     const Expr &b) const override {
         Expr row = row_of_distance_(p.query_position(i) - j);
-        Expr p2c;
-        if (p.single_row_tiles) {
-            RDom c(0, head_dim_, "deberta_p2c_c");
-            p2c = sum(keys_(c, j, h, b) * query_table_(c, row, h, b), "deberta_p2c_direct");
-        } else {
-            p2c = position_to_content_(row, j, h, b);
-        }
+        Expr p2c = p.single_row_tiles ? position_to_content_(j, i, h, b) : position_to_content_(row, j, h, b);
         return content_to_position_(row, i, h, b) + p2c;
     }
 
 private:
     Func row_of_distance_, content_to_position_, position_to_content_;
-    Func keys_, query_table_;  // decode: p2c per score
-    Expr head_dim_;
 };
 
 }  // namespace

@@ -186,8 +186,10 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
             break;
         }
         case ATTNGEN_SCHEME_TXL:
-            check_table(desc.txl_r, "desc.txl_r", {"heads", "k_len", "head_dim"},
-                        {dims.heads, dims.k_len, dims.head_dim});
+            // R grows with the sequence like k and v (it is a projection of activations): its values are
+            // not scanned for non-finite entries on every call, as k and v are not.
+            check_tensor(&desc.txl_r, "desc.txl_r", ATTNGEN_FLOAT32, {"heads", "k_len", "head_dim"},
+                         {dims.heads, dims.k_len, dims.head_dim});
             check_table(desc.txl_u, "desc.txl_u", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
             check_table(desc.txl_v, "desc.txl_v", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
             args.tensors["txl_r"] = &desc.txl_r;
