@@ -589,3 +589,11 @@ TEST_CASE("attention: concurrent calls from several threads", "[attention][threa
         CHECK_CLOSE(expected[n], reference_output(cases[n]), kAtol, kRtol);
     }
 }
+
+TEST_CASE("attention: cached kernel temporaries are reused and can be released", "[attention][memory]") {
+    const AttnCase c = sdpa(1, 8, 8, 256, 256, 64, 41);
+    CHECK_MATCHES_REFERENCE(c);  // a prefill whose temporaries come from the block cache
+    CHECK(attngen_release_cached_memory() > 0);
+    CHECK(attngen_release_cached_memory() == 0);  // nothing left to release
+    CHECK_MATCHES_REFERENCE(c);  // allocates afresh after the release
+}

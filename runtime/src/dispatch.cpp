@@ -107,6 +107,7 @@ void install_halide_hooks() {
     std::call_once(once, [] {
         halide_set_error_handler(capture_halide_error);
         halide_set_custom_can_use_target_features(capped_can_use_target_features);
+        install_block_cache();
     });
 }
 

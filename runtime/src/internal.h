@@ -143,4 +143,9 @@ attngen_status guarded(char *error, size_t error_size, Body &&body) {
     }
 }
 
+// Kernel temporaries come from a cache of freed blocks (allocator.cpp); installed with the other
+// Halide hooks before the first kernel call.
+void install_block_cache();
+size_t release_cached_blocks();
+
 }  // namespace attngen::detail

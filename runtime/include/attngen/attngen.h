@@ -211,6 +211,9 @@ attngen_status attngen_rope_inv_freq(const attngen_rope_params *rope, int32_t he
 /* The name of a built-in scheme as kernels, attngen_attention_custom and reports know it ("sdpa",
  * "rope", ...); NULL for a value that is not a scheme. */
 const char *attngen_scheme_name(attngen_scheme scheme);
+/* Kernel temporaries are kept in a cache of freed blocks (up to 256 MiB) so that calls do not fault
+ * the same pages in again; this frees the cached blocks and returns how many bytes it released. */
+size_t attngen_release_cached_memory(void);
 /* Kernels compiled into this build, one line each, for diagnostics. */
 const char *attngen_kernel_list(void);
 /* Whether a device's runtime finds a usable device (GPU) in this process. */
