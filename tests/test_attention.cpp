@@ -595,5 +595,5 @@ TEST_CASE("attention: cached kernel temporaries are reused and can be released",
     CHECK_MATCHES_REFERENCE(c);  // a prefill whose temporaries come from the block cache
     CHECK(attngen_release_cached_memory() > 0);
     CHECK(attngen_release_cached_memory() == 0);  // nothing left to release
-    CHECK_MATCHES_REFERENCE(c);  // allocates afresh after the release
+    CHECK_MATCHES_REFERENCE(c);                   // allocates afresh after the release
 }
