@@ -19,6 +19,15 @@ struct RowInputs {
     const float *v = nullptr;       // [Lk, D]
 };
 
+// sum_d a[d] * b[d], accumulated in T in channel order.
+template <typename T, typename U>
+T dot(const T *a, const U *b, int D) {
+    T sum = 0;
+    for (int d = 0; d < D; d++)
+        sum += a[d] * T(b[d]);
+    return sum;
+}
+
 // out[D] = attention of row (b, h, i); scores is scratch of Lk elements.
 template <typename T>
 void attention_row(const Problem &p, int h, int i, const RowInputs<T> &in, T *scores, T *out) {
@@ -28,10 +37,7 @@ void attention_row(const Problem &p, int h, int i, const RowInputs<T> &in, T *sc
     T m = std::numeric_limits<T>::lowest();
     for (int j = 0; j < n; j++) {
         const T *kj = in.k + std::size_t(j) * D;
-        T dot = 0;
-        for (int d = 0; d < D; d++)
-            dot += in.q_content[d] * kj[d];
-        T s = scale * dot;
+        T s = scale * dot(in.q_content, kj, D);
         const int delta = j - pi;
         switch (p.config.scheme) {
             case SchemeId::Alibi: {
@@ -45,30 +51,19 @@ void attention_row(const Problem &p, int h, int i, const RowInputs<T> &in, T *sc
                 break;
             case SchemeId::Shaw: {
                 const float *a = p.shaw_keys.data() + std::size_t(p.shaw_row(delta)) * D;
-                T extra = 0;
-                for (int d = 0; d < D; d++)
-                    extra += in.q_position[d] * T(a[d]);
-                s += scale * extra;
+                s += scale * dot(in.q_position, a, D);
                 break;
             }
             case SchemeId::Txl: {
                 const float *r = p.txl_r.data() + (std::size_t(h) * p.Lk + p.txl_row(delta)) * D;
-                T extra = 0;
-                for (int d = 0; d < D; d++)
-                    extra += in.q_position[d] * T(r[d]);
-                s += scale * extra;
+                s += scale * dot(in.q_position, r, D);
                 break;
             }
             case SchemeId::Deberta: {
                 const std::size_t row = std::size_t(h) * span2 + std::size_t(p.deberta_row(delta));
                 const float *kr = p.deberta_pos_key.data() + row * D;
                 const float *qr = p.deberta_pos_query.data() + row * D;
-                T c2p = 0, p2c = 0;
-                for (int d = 0; d < D; d++) {
-                    c2p += in.q_position[d] * T(kr[d]);
-                    p2c += kj[d] * T(qr[d]);
-                }
-                s += scale * (c2p + p2c);
+                s += scale * (dot(in.q_position, kr, D) + dot(kj, qr, D));
                 break;
             }
             default:

@@ -86,6 +86,7 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
         return m;
     }
     try {
+        std::unique_ptr<JitAttention> hand;  // a user-defined scheme's reference: compiled once, if needed
         for (const ProblemShape &s : check_shapes(shape, head_dim)) {
             SchemeInputs inputs(scheme, options, s, 7);
             std::vector<float> q, k, v;
@@ -95,8 +96,11 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
             if (inputs.has_reference()) {
                 want = inputs.reference_output(s, q, k, v);
             } else {  // a user-defined scheme: the hand schedule is the reference
-                JitAttention hand(scheme, options, shape, head_dim, Candidate{default_cpu_params(shape), ""}, target);
-                std::vector<float> h = hand.run(s, q, k, v, inputs);
+                if (!hand) {
+                    hand = std::make_unique<JitAttention>(scheme, options, shape, head_dim,
+                                                          Candidate{default_cpu_params(shape), ""}, target);
+                }
+                std::vector<float> h = hand->run(s, q, k, v, inputs);
                 want.assign(h.begin(), h.end());
             }
             double worst = 0;

@@ -33,7 +33,6 @@ def bench_baselines(path):
         return {}
     with open(path) as f:
         data = json.load(f)
-    wanted = BENCH_SHAPES
     found = {}
     for b in data.get("benchmarks", []):
         if b.get("aggregate_name", "median") != "median" or "GFLOP/s" not in b:
@@ -42,7 +41,7 @@ def bench_baselines(path):
         if len(parts) < 4 or parts[0] not in IMPLS:
             continue
         impl, scheme, _mask, shape = parts[:4]
-        for shape_class, prefix in wanted.items():
+        for shape_class, prefix in BENCH_SHAPES.items():
             if shape.startswith(prefix):
                 key = (scheme, shape_class, impl)
                 found[key] = max(found.get(key, 0.0), b["GFLOP/s"])

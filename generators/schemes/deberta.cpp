@@ -47,11 +47,10 @@ public:
             contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim, Placement::PerQueryTile);
         if (p.single_row_tiles) {
             // One query row: each key needs one row of Qr, so p2c is one dot product per score.
-            Func row_of_distance = row_of_distance_;
             position_to_content_ = dot_per_score(
                 "deberta_p2c",
-                [=](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
-                    return keys(c, j, h, b) * query_table(c, row_of_distance(p.query_position(i) - j), h, b);
+                [&](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
+                    return keys(c, j, h, b) * query_table(c, row_of_distance_(p.query_position(i) - j), h, b);
                 },
                 p.head_dim);
             return;

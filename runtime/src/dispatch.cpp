@@ -200,6 +200,20 @@ std::string resolve_device(attngen_device device, const std::string &scheme, con
     auto built = [&](const char *name) {
         return find_attention_kernel(scheme, options, shape, name, dtype) != nullptr;
     };
+    // An explicitly requested GPU device: kernels built for it, and its runtime finds a device.
+    auto require_gpu = [&](const char *name, const char *label, const char *option, bool (*present)(),
+                           const char *absent) {
+        if (!built(name)) {
+            fail(ATTNGEN_ERROR_UNSUPPORTED, std::string("device ") + name + " requested, but this build has no " +
+                                                label + " kernels for " + dtype +
+                                                (dtype == "f32" ? std::string(" (") + option + "=OFF)"
+                                                                : std::string(" (bfloat16 kernels are CPU only)")));
+        }
+        if (!present()) {
+            fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, std::string("device ") + name + " requested, but " + absent);
+        }
+        return name;
+    };
     switch (device) {
         case ATTNGEN_DEVICE_AUTO:
             if (built("cuda") && cuda_device_present()) return "cuda";
@@ -208,24 +222,11 @@ std::string resolve_device(attngen_device device, const std::string &scheme, con
         case ATTNGEN_DEVICE_CPU:
             return "cpu";
         case ATTNGEN_DEVICE_CUDA:
-            if (!built("cuda")) {
-                fail(ATTNGEN_ERROR_UNSUPPORTED,
-                     "device cuda requested, but this build has no CUDA kernels for " + dtype +
-                         (dtype == "f32" ? " (ATTNGEN_CUDA=OFF)" : " (bfloat16 kernels are CPU only)"));
-            }
-            if (!cuda_device_present())
-                fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE, "device cuda requested, but no CUDA driver or device was found");
-            return "cuda";
+            return require_gpu("cuda", "CUDA", "ATTNGEN_CUDA", cuda_device_present,
+                               "no CUDA driver or device was found");
         case ATTNGEN_DEVICE_OPENCL:
-            if (!built("opencl")) {
-                fail(ATTNGEN_ERROR_UNSUPPORTED,
-                     "device opencl requested, but this build has no OpenCL kernels for " + dtype +
-                         (dtype == "f32" ? " (ATTNGEN_OPENCL=OFF)" : " (bfloat16 kernels are CPU only)"));
-            }
-            if (!opencl_any_present())
-                fail(ATTNGEN_ERROR_DEVICE_UNAVAILABLE,
-                     "device opencl requested, but no OpenCL platform or device was found");
-            return "opencl";
+            return require_gpu("opencl", "OpenCL", "ATTNGEN_OPENCL", opencl_any_present,
+                               "no OpenCL platform or device was found");
     }
     invalid("desc.device is " + std::to_string(int(device)) + ", expected 0..3 (auto, cpu, opencl, cuda)");
 }

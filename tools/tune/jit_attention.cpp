@@ -77,12 +77,12 @@ std::vector<double> dense_ints(const Buffer<> &buffer) {
 // Adams2019 unrolls loops whose *estimated* extent is small, also where the extent is only known at
 // run time (the number of key chunks); Halide then refuses to compile. Such loops are made serial,
 // one at a time, from the names the errors give; the count is reported with the result.
-int compile_making_unknown_unrolls_serial(Func output, const Target &target) {
+int compile_making_unknown_unrolls_serial(Func output, const Target &target, Pipeline &compiled) {
     const std::string marker = "Loop over ";
     for (int serialized = 0;; serialized++) {
         try {
-            Pipeline(output).compile_jit(target);  // a fresh pipeline per try: a failed one stays broken
-            output.compile_jit(target);
+            compiled = Pipeline(output);  // a fresh pipeline per try: a failed one stays broken
+            compiled.compile_jit(target);
             return serialized;
         } catch (const CompileError &e) {
             const std::string message = e.what();
@@ -312,9 +312,10 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
             .auto_schedule(candidate.autoscheduler, target, MachineParams(2, 32 * 1024 * 1024, 40));
     }
     if (candidate.autoscheduler.empty()) {
-        pipeline_.output.compile_jit(target);
+        compiled_ = Pipeline(pipeline_.output);
+        compiled_.compile_jit(target);
     } else {
-        serialized_unrolls_ = compile_making_unknown_unrolls_serial(pipeline_.output, target);
+        serialized_unrolls_ = compile_making_unknown_unrolls_serial(pipeline_.output, target, compiled_);
     }
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -351,7 +352,7 @@ void JitAttention::bind(const ProblemShape &s, const std::vector<float> &q, cons
 std::vector<float> JitAttention::run(const ProblemShape &s, const std::vector<float> &q, const std::vector<float> &k,
                                      const std::vector<float> &v, const SchemeInputs &inputs) {
     bind(s, q, k, v, inputs);
-    pipeline_.output.realize(out_);
+    compiled_.realize(out_);
     return std::vector<float>(out_.data(), out_.data() + out_.number_of_elements());
 }
 
@@ -359,14 +360,14 @@ void JitAttention::prepare(const ProblemShape &s, const SchemeInputs &inputs, ui
     std::vector<float> q, k, v;
     random_problem(s, seed, q, k, v);
     bind(s, q, k, v, inputs);
-    pipeline_.output.realize(out_);  // warm-up
+    compiled_.realize(out_);  // warm-up
 }
 
 std::vector<double> JitAttention::time(int repetitions) {
     std::vector<double> samples;
     for (int n = 0; n < repetitions; n++) {
         auto start = std::chrono::steady_clock::now();
-        pipeline_.output.realize(out_);
+        compiled_.realize(out_);
         samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     return samples;

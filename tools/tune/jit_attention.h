@@ -78,6 +78,7 @@ private:
     std::map<std::string, Halide::ImageParam> buffer_params_;
     std::map<std::string, std::shared_ptr<Halide::Internal::Parameter>> scalar_params_;
     AttentionPipeline pipeline_;
+    Halide::Pipeline compiled_;  // pipeline_.output, JIT-compiled
     Halide::Buffer<float> q_, k_, v_, out_;
     Halide::Buffer<int32_t> kv_len_;
     double compile_seconds_ = 0;
