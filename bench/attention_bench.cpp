@@ -311,6 +311,8 @@ int main(int argc, char **argv) {
         benchmark::AddCustomContext("probe_sgemm_2048_2threads_gflops", std::to_string(probe.sgemm_2048_gflops));
         benchmark::AddCustomContext("probe_sgemm_peak_gflops", std::to_string(probe.sgemm_peak_gflops()));
         benchmark::AddCustomContext("probe_read_2threads_gbs", std::to_string(probe.read_gbs));
+        benchmark::AddCustomContext("probe_fma_peak_2threads_gflops", std::to_string(probe.fma_gflops));
+        benchmark::AddCustomContext("probe_dpbf16ps_peak_2threads_gflops", std::to_string(probe.dpbf16ps_gflops));
         benchmark::AddCustomContext("probe_read_mib", std::to_string(probe.read_mib));
         benchmark::AddCustomContext("openblas_config", openblas_get_config());
     }

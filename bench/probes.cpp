@@ -1,5 +1,6 @@
 #include "probes.h"
 
+#include "instruction_probes.h"
 #include "thread_pool.h"
 #include "vector_math.h"
 
@@ -111,11 +112,15 @@ const ProbeResults &run_probes(int repetitions, std::size_t read_mib) {
     r.read_gbs = double(bytes) / best * 1e-9;
     release_read_buffer();
     openblas_set_num_threads(1);
+    const InstructionRates rates = measure_instruction_rates(kProbeThreads, std::min(r.repetitions, 3));
+    r.fma_gflops = rates.fma_gflops;
+    r.dpbf16ps_gflops = rates.dpbf16ps_gflops;
     std::fprintf(
         stderr,
         "attngen-bench probes (best of %d): OpenBLAS sgemm 2 threads n=1024 %.1f GFLOP/s, n=2048 %.1f GFLOP/s; "
-        "read bandwidth 2 threads over %zu MiB %.1f GB/s\n",
-        r.repetitions, r.sgemm_1024_gflops, r.sgemm_2048_gflops, read_mib, r.read_gbs);
+        "read bandwidth 2 threads over %zu MiB %.1f GB/s; register-resident peaks 2 threads: fp32 FMA %.1f, "
+        "bf16 vdpbf16ps %.1f GFLOP/s (0: not available)\n",
+        r.repetitions, r.sgemm_1024_gflops, r.sgemm_2048_gflops, read_mib, r.read_gbs, r.fma_gflops, r.dpbf16ps_gflops);
     g_results = r;
     return g_results;
 }

@@ -9,6 +9,7 @@ namespace attngen_bench {
 struct ProbeResults {
     double sgemm_1024_gflops = 0, sgemm_2048_gflops = 0;  // best of the repetitions
     double read_gbs = 0;                                  // best of the repetitions (1e9 bytes/s)
+    double fma_gflops = 0, dpbf16ps_gflops = 0;           // instruction peaks, 2 threads (0: CPU lacks it)
     std::size_t read_mib = 0;
     int repetitions = 0;
     double sgemm_peak_gflops() const {

@@ -137,6 +137,13 @@ def markdown(context, table, probes, source):
             f"{fmt(float(context.get('probe_sgemm_1024_2threads_gflops', 0)))}, n=2048 "
             f"{fmt(float(context.get('probe_sgemm_2048_2threads_gflops', 0)))} GFLOP/s (peak reference "
             f"{fmt(float(sgemm or 0))}); streaming read 2 threads {fmt(float(read or 0))} GB/s.")
+    fma = float(context.get("probe_fma_peak_2threads_gflops", 0) or 0)
+    dpbf16 = float(context.get("probe_dpbf16ps_peak_2threads_gflops", 0) or 0)
+    if fma:
+        line = f"Instruction peaks (register-resident, 2 threads): fp32 FMA {fmt(fma)} GFLOP/s"
+        if dpbf16:
+            line += f", bf16 vdpbf16ps {fmt(dpbf16)} GFLOP/s ({dpbf16 / fma:.2f}x FMA)"
+        lines.append(line + ".")
     for key, record in probes.items():
         if record.get("_error"):
             lines.append(f"- `{key}`: ERR {record['_error']}")

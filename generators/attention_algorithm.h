@@ -59,19 +59,20 @@ struct AttentionStages {
     Halide::Var ii{"ii"}, jj{"jj"}, c{"c"}, it{"it"}, r{"r"};  // row in tile, key in chunk, chunk, tile, table row
     Halide::RDom rd, rj, rc, rr;                               // over d, keys of a chunk, chunks, value-table rows
 
-    Halide::Func output;                  // (d, i, h, b)
-    Halide::Func query_tile;              // (d, ii, it, h, b): transformed, scaled query rows
-    Halide::Func key, value;              // (d, j, g, b): transformed keys; values
-    Halide::Func key_begin, key_end;      // (it, b): key range a tile can see
-    Halide::Func chunk_begin, chunk_end;  // (it, b): chunk range a tile can see
-    Halide::Func qk;                      // (ii, jj, c, it, h, b): q.k over d
-    Halide::Func scores;                  // (ii, jj, c, it, h, b): scaled, biased, masked
-    Halide::Func chunk_max;               // (ii, c, it, h, b)
-    Halide::Func probs;                   // (ii, jj, c, it, h, b): exp(s - chunk max)
-    Halide::Func chunk_sum;               // (ii, c, it, h, b)
-    Halide::Func chunk_acc;               // (d, ii, c, it, h, b): P.V (+ value term)
-    Halide::Func value_tails;             // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip (value term only)
-    Halide::Func value_hist;  // (r, ii, c, it, h, b): P per clipped distance; undefined without a value term
+    Halide::Func output;                      // (d, i, h, b)
+    Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
+    Halide::Func key, value;                  // (d, j, g, b): transformed keys; values
+    Halide::Func key_begin, key_end;          // (it, b): key range a tile can see
+    Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see
+    Halide::Func row_key_begin, row_key_end;  // (ii, it, b): key range one row can see
+    Halide::Func qk;                          // (ii, jj, c, it, h, b): q.k over d
+    Halide::Func scores;                      // (ii, jj, c, it, h, b): scaled, biased, masked
+    Halide::Func chunk_max;                   // (ii, c, it, h, b)
+    Halide::Func probs;                       // (ii, jj, c, it, h, b): exp(s - chunk max)
+    Halide::Func chunk_sum;                   // (ii, c, it, h, b)
+    Halide::Func chunk_acc;                   // (d, ii, c, it, h, b): P.V (+ value term)
+    Halide::Func value_tails;  // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip (value term only)
+    Halide::Func value_hist;   // (r, ii, c, it, h, b): P per clipped distance; undefined without a value term
     // Two-pass merge:
     Halide::Func chunk_state;   // Tuple(acc, max, sum) over (d, ii, c, it, h, b)
     Halide::Func row_max;       // (ii, it, h, b)
@@ -85,6 +86,7 @@ struct AttentionStages {
 
     Blocking blocking;
     Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;
+    Halide::Expr chunks_are_full;  // k_len is a multiple of key_chunk: key reads need no clamping
     bool transforms_query = false, transforms_key = false, has_value_term = false;
 };
 

@@ -3,6 +3,7 @@
 // vectorized softmax statistics, and a P.V register block (rows unrolled, d vectorized).
 #include "attention_schedule.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace attngen {
@@ -21,6 +22,12 @@ const char *shape_class_name(ShapeClass shape) {
 
 CpuScheduleParams default_cpu_params(ShapeClass shape) {
     CpuScheduleParams params;
+    if (shape == ShapeClass::Prefill) {
+        // 48-row tiles (3 row vectors) x 4-key QK blocks; 128-key chunks keep a chunk's V (32 KiB at
+        // D = 64) and probabilities near L1 for the P.V passes.
+        params.blocking = {48, 128};
+        params.qk_block_keys = 4;
+    }
     if (shape == ShapeClass::Decode) {
         params.blocking = {1, 512, Merge::TwoPass, /*trim_chunk_keys=*/false};
         params.split_keys = true;
@@ -45,6 +52,17 @@ OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, Sh
 }
 
 namespace {
+
+constexpr int kMaxAccumulatorVectors = 24;
+
+// The per-chunk temporaries (constant size: tile x chunk at most) live on the task's stack: one
+// heap allocation and free per chunk and stage would otherwise cost more than a small chunk's
+// arithmetic, and contend for the allocator between threads. The P.V block only with a fixed D.
+void chunk_temporaries_on_stack(AttentionStages &s, bool fixed_head_dim) {
+    for (Func f : {s.qk, s.scores, s.chunk_max, s.probs, s.chunk_sum})
+        f.store_in(MemoryType::Stack);
+    if (fixed_head_dim) s.chunk_acc.store_in(MemoryType::Stack);
+}
 
 // Where the stages of one (tile, chunk) block are computed: per chunk of the two-pass merge, or
 // per iteration of the online merge's chunk loop.
@@ -215,6 +233,10 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 
     schedule_merge(s, output, loops, vw);
 
+    // Visible key range per row, a vector of rows at a time (the mask is two compares per score).
+    for (Func bound : {s.row_key_begin, s.row_key_end})
+        bound.compute_at(output, loops.task).vectorize(s.ii, vw, guard);
+
     // Query rows, stored row-innermost so the QK block loads a vector of rows per channel.
     s.query_tile.compute_at(output, loops.task)
         .reorder_storage(s.ii, s.d, s.it, s.h, s.b)
@@ -222,12 +244,23 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         .vectorize(s.ii, vw, guard);
 
     const bool two_pass = s.blocking.merge == Merge::TwoPass;
-    const bool rows_in_blocks = two_pass && tile % p.pv_block_rows == 0;
+    // P.V register block rows: at most 24 accumulator vectors (of 32 registers; the rest hold V and
+    // the broadcast P), so a large fixed head_dim gets fewer rows than the tuned (D = 64) value.
+    int pv_rows = p.pv_block_rows;
+    if (const auto *fixed = s.head_dim.as<Internal::IntImm>(); fixed_head_dim && fixed) {
+        const int vectors = std::max(1, int(fixed->value) / vw);
+        while (pv_rows > 1 && (pv_rows * vectors > kMaxAccumulatorVectors || tile % pv_rows != 0))
+            pv_rows--;
+    }
+    const bool rows_in_blocks = two_pass && tile % pv_rows == 0;
     const LoopLevel per_chunk = chunk_level(s);
     if (two_pass) {
         s.chunk_state.compute_at(output, loops.task);
-        if (rows_in_blocks) s.chunk_state.split(s.ii, row_block, row, p.pv_block_rows);
+        if (rows_in_blocks) s.chunk_state.split(s.ii, row_block, row, pv_rows);
         s.chunk_state.vectorize(s.d, vw, guard);
+        // Full chunks (the common case) read keys and values without per-key clamping. After the
+        // loop structure: a specialization inherits the directives made before it.
+        if (fixed_head_dim) s.chunk_state.specialize(s.chunks_are_full);
     }
 
     // QK^T register block: (tile rows as vectors) x (qk_block_keys keys), d outermost.
@@ -254,12 +287,22 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         s.qk.update().reorder(s.ii, s.jj, s.rd).vectorize(s.ii, vw, guard);
     }
 
-    // Softmax statistics of the chunk, vectorized over rows.
+    // Softmax statistics of the chunk, vectorized over rows; keys outermost, so the trimmed key
+    // range is tested once per key for all row vectors.
     s.chunk_max.compute_at(per_chunk).vectorize(s.ii, vw, guard);
-    s.chunk_max.update().vectorize(s.ii, vw, guard);
     s.probs.compute_at(per_chunk).vectorize(s.ii, vw, guard);
     s.chunk_sum.compute_at(per_chunk).vectorize(s.ii, vw, guard);
-    s.chunk_sum.update().vectorize(s.ii, vw, guard);
+    for (Func statistic : {s.chunk_max, s.chunk_sum}) {
+        if (row_vectors) {
+            statistic.update()
+                .split(s.ii, row_vec, lanes, vw)
+                .reorder(lanes, row_vec, s.rj)
+                .vectorize(lanes)
+                .unroll(row_vec);
+        } else {
+            statistic.update().vectorize(s.ii, vw, guard);
+        }
+    }
 
     // P.V register block: pv_block_rows rows x D, accumulated over the chunk's keys.
     Var d_block("d_block"), d_lane("d_lane");
@@ -283,6 +326,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 
     schedule_key_transform(s, vw, fixed_head_dim);
     schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
+    chunk_temporaries_on_stack(s, fixed_head_dim);
 }
 
 void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -302,13 +346,17 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             .fuse(s.c, work, work)
             .parallel(work)
             .vectorize(s.d, vw, guard);
+        if (fixed_head_dim) s.chunk_state.specialize(s.chunks_are_full);  // unclamped key reads
         per_chunk = LoopLevel(s.chunk_state, work);
         per_tile = per_chunk;  // a tile is one row: its per-tile stages are recomputed per chunk
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
         for (const Expr &condition : s.transform_specializations)
             s.query_tile.specialize(condition);
     } else {
-        if (s.blocking.merge == Merge::TwoPass) s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
+        if (s.blocking.merge == Merge::TwoPass) {
+            s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
+            if (fixed_head_dim) s.chunk_state.specialize(s.chunks_are_full);
+        }
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
     }
 
@@ -352,6 +400,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
 
     schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
+    chunk_temporaries_on_stack(s, fixed_head_dim);
 }
 
 }  // namespace

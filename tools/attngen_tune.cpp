@@ -147,7 +147,13 @@ struct Space {
 Space space_for(ShapeClass shape) {
     if (shape == ShapeClass::Decode)
         return {{1}, {128, 256, 512, 1024, 2048}, {8}, {4}, {8, 16}, {false}, {false, true}, {true, false}};
-    return {{16, 32, 48, 64}, {64, 128, 256, 512, 1024}, {4, 8, 12}, {2, 4, 8}, {8, 16}, {false, true}, {true, false},
+    return {{16, 32, 48, 64, 96},
+            {64, 128, 256, 512, 1024},
+            {4, 6, 8, 12},
+            {2, 4, 6, 8},
+            {8, 16},
+            {false, true},
+            {true, false},
             {false}};
 }
 
@@ -312,8 +318,24 @@ std::string cpu_model() {
     return "unknown";
 }
 
+// The parameters of a tuned entry (the inverse of params_json).
+CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
+    CpuScheduleParams p = default_cpu_params(shape);
+    p.blocking.query_tile = params.value("query_tile", p.blocking.query_tile);
+    p.blocking.key_chunk = params.value("key_chunk", p.blocking.key_chunk);
+    p.qk_block_keys = params.value("qk_block_keys", p.qk_block_keys);
+    p.pv_block_rows = params.value("pv_block_rows", p.pv_block_rows);
+    p.vector_width = params.value("vector_width", p.vector_width);
+    p.split_keys = params.value("split_keys", p.split_keys ? 1 : 0) != 0;
+    p.blocking.trim_chunk_keys = params.value("trim_chunk_keys", p.blocking.trim_chunk_keys ? 1 : 0) != 0;
+    p.blocking.merge = params.value("merge", std::string("twopass")) == "online" ? Merge::Online : Merge::TwoPass;
+    return p;
+}
+
+// `previous`: this entry from an earlier run, or null. Its winner is measured again as a starting
+// point (re-tuning after a code change keeps it unless something beats it now).
 json tune_entry(const std::string &scheme, const std::string &options, ShapeClass shape, const Options &opt,
-                const Halide::Target &target) {
+                const Halide::Target &target, const json *previous) {
     std::fprintf(stderr, "%s%s %s, head_dim %d, budget %.0f s, seed %llu\n", scheme.c_str(),
                  options.empty() ? "" : (" (" + options + ")").c_str(), shape_class_name(shape), opt.head_dim,
                  opt.budget, (unsigned long long)opt.seed);
@@ -332,6 +354,21 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     tried.insert(hand_candidate.describe());
     if (!hand.ok) throw std::runtime_error("the hand schedule fails: " + hand.failure);
     Measured best = hand;
+    json previous_rate = nullptr;
+    if (previous && previous->contains("params")) {
+        Candidate incumbent{params_from_json((*previous)["params"], shape), ""};
+        if (tried.insert(incumbent.describe()).second) {
+            Measured m = measure(scheme, options, shape, opt.head_dim, incumbent, target, opt.repetitions);
+            if (m.ok) {
+                previous_rate = m.gflops;
+                if (m.gflops > best.gflops) best = m;
+            } else {
+                record_failure(m);
+            }
+        } else {
+            previous_rate = hand.gflops;
+        }
+    }
     const auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     int attempts = 0;
@@ -384,6 +421,14 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     }
     std::fprintf(stderr, "  tuned %.1f GFLOP/s (%s), hand %.1f GFLOP/s\n", best.gflops,
                  best.candidate.describe().c_str(), hand.gflops);
+    // Without autoscheduler runs, an earlier run's figures are kept, marked with their date.
+    if (opt.autoschedulers.empty() && previous && previous->contains("autoschedulers") &&
+        !(*previous)["autoschedulers"].empty()) {
+        autoscheduled = (*previous)["autoschedulers"];
+        for (auto &item : autoscheduled.items()) {
+            if (!item.value().contains("measured_on")) item.value()["measured_on"] = previous->value("date", "earlier");
+        }
+    }
     json shapes = json::array();
     for (const ProblemShape &s : tuning_shapes(shape, opt.head_dim))
         shapes.push_back(s.text());
@@ -392,7 +437,7 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             {"shape_class", shape_class_name(shape)},
             {"head_dim", opt.head_dim},
             {"params", params_json(best.candidate.params)},
-            {"gflops", {{"tuned", best.gflops}, {"hand", hand.gflops}}},
+            {"gflops", {{"tuned", best.gflops}, {"hand", hand.gflops}, {"previous_winner", previous_rate}}},
             {"hand_params", params_json(hand.candidate.params)},
             {"autoschedulers", autoscheduled},
             {"tuning_shapes", shapes},
@@ -524,8 +569,14 @@ int main(int argc, char **argv) {
     for (const auto &[scheme, options] : opt.schemes) {
         for (ShapeClass shape : opt.shapes) {
             try {
-                json entry = tune_entry(scheme, options, shape, opt, target);
                 json &entries = file["entries"];
+                json previous = nullptr;
+                for (const json &e : entries) {
+                    if (e["scheme"] == scheme && e["options"] == options &&
+                        e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim)
+                        previous = e;
+                }
+                json entry = tune_entry(scheme, options, shape, opt, target, previous.is_null() ? nullptr : &previous);
                 entries.erase(std::remove_if(entries.begin(), entries.end(),
                                              [&](const json &e) {
                                                  return e["scheme"] == scheme && e["options"] == options &&

@@ -75,7 +75,8 @@ def main():
         "(1,32,1,4096,D)); medians of repetitions, measured by attngen-tune in one process. "
         "An autoscheduler marked ✗ failed (the reason is in the JSON); † marks a schedule that was timed on the "
         "tuning shapes but fails the reference check on smaller shapes (it is never chosen). Adams2019 runs "
-        "greedily (beam size 1)."
+        "greedily (beam size 1). An autoscheduler figure with a date in parentheses was measured by an earlier "
+        "run on that date (the entry was re-tuned later without autoschedulers)."
         + (f" Bench columns: medians from the attngen-bench run on {BENCH_SHAPES['prefill']} (prefill) and "
            f"{BENCH_SHAPES['decode']} (decode), best over masks." if baselines else ""),
         "",
@@ -94,7 +95,8 @@ def main():
             elif a.get("gflops") is None:
                 autos.append("✗")
             else:
-                autos.append(fmt(a["gflops"]) + ("" if a.get("valid", True) else " †"))
+                autos.append(fmt(a["gflops"]) + ("" if a.get("valid", True) else " †")
+                             + (f" ({a['measured_on'][:10]})" if a.get("measured_on") else ""))
         p = e["params"]
         params = (f"tile {p['query_tile']}, chunk {p['key_chunk']}, qk {p['qk_block_keys']}, pv {p['pv_block_rows']}, "
                   f"vec {p['vector_width']}, {p['merge']}" + (", split-K" if p.get("split_keys") else "")
