@@ -41,6 +41,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
 
     scheme.setup(p);
     Func query = scheme.transform_query(p, p.q);
+    s.query = query;
     s.key = scheme.transform_key(p, p.k);
     s.transforms_query = query.name() != p.q.name();
     s.transforms_key = s.key.name() != p.k.name();

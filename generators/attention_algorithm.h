@@ -61,6 +61,7 @@ struct AttentionStages {
 
     Halide::Func output;                      // (d, i, h, b)
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
+    Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
     Halide::Func key, value;                  // (d, j, g, b): transformed keys; values
     Halide::Func key_begin, key_end;          // (it, b): key range a tile can see
     Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see

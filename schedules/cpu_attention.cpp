@@ -237,6 +237,11 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     for (Func bound : {s.row_key_begin, s.row_key_end})
         bound.compute_at(output, loops.task).vectorize(s.ii, vw, guard);
 
+    // Transformed queries (RoPE, xPos) per tile with channels vectorized: their tables are read
+    // contiguously per row. Transforming inside the row-innermost tile below would gather every
+    // table entry across rows (16 % of a (1,8,512,512,64) RoPE call).
+    if (s.transforms_query) s.query.compute_at(output, loops.task).vectorize(s.query.args()[0], vw, guard);
+
     // Query rows, stored row-innermost so the QK block loads a vector of rows per channel.
     s.query_tile.compute_at(output, loops.task)
         .reorder_storage(s.ii, s.d, s.it, s.h, s.b)
