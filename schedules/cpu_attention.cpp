@@ -263,9 +263,6 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         s.chunk_state.compute_at(output, loops.task);
         if (rows_in_blocks) s.chunk_state.split(s.ii, row_block, row, pv_rows);
         s.chunk_state.vectorize(s.d, vw, guard);
-        // Full chunks (the common case) read keys and values without per-key clamping. After the
-        // loop structure: a specialization inherits the directives made before it.
-        if (fixed_head_dim) s.chunk_state.specialize(s.chunks_are_full);
     }
 
     // QK^T register block: (tile rows as vectors) x (qk_block_keys keys), d outermost.
@@ -331,7 +328,6 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 
     schedule_key_transform(s, vw, fixed_head_dim);
     schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
-    chunk_temporaries_on_stack(s, fixed_head_dim);
 }
 
 void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -351,17 +347,13 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             .fuse(s.c, work, work)
             .parallel(work)
             .vectorize(s.d, vw, guard);
-        if (fixed_head_dim) s.chunk_state.specialize(s.chunks_are_full);  // unclamped key reads
         per_chunk = LoopLevel(s.chunk_state, work);
         per_tile = per_chunk;  // a tile is one row: its per-tile stages are recomputed per chunk
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
         for (const Expr &condition : s.transform_specializations)
             s.query_tile.specialize(condition);
     } else {
-        if (s.blocking.merge == Merge::TwoPass) {
-            s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
-            if (fixed_head_dim) s.chunk_state.specialize(s.chunks_are_full);
-        }
+        if (s.blocking.merge == Merge::TwoPass) s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
     }
 
@@ -405,7 +397,6 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
 
     schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
-    chunk_temporaries_on_stack(s, fixed_head_dim);
 }
 
 }  // namespace
@@ -417,6 +408,10 @@ void schedule_variant_cpu(AttentionStages &s, Func output, const OutputLoops &lo
     } else {
         schedule_decode(s, output, loops, params, fixed_head_dim);
     }
+    chunk_temporaries_on_stack(s, fixed_head_dim);
+    // Full chunks (the common case) read keys and values without per-key clamping. Last: a
+    // specialization inherits the directives made on chunk_state before it.
+    if (fixed_head_dim && s.blocking.merge == Merge::TwoPass) s.chunk_state.specialize(s.chunks_are_full);
 }
 
 }  // namespace attngen

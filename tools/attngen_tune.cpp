@@ -570,20 +570,14 @@ int main(int argc, char **argv) {
         for (ShapeClass shape : opt.shapes) {
             try {
                 json &entries = file["entries"];
-                json previous = nullptr;
-                for (const json &e : entries) {
-                    if (e["scheme"] == scheme && e["options"] == options &&
-                        e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim)
-                        previous = e;
-                }
+                auto same_entry = [&](const json &e) {
+                    return e["scheme"] == scheme && e["options"] == options &&
+                           e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim;
+                };
+                const auto found = std::find_if(entries.begin(), entries.end(), same_entry);
+                const json previous = found != entries.end() ? *found : json(nullptr);
                 json entry = tune_entry(scheme, options, shape, opt, target, previous.is_null() ? nullptr : &previous);
-                entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                             [&](const json &e) {
-                                                 return e["scheme"] == scheme && e["options"] == options &&
-                                                        e["shape_class"] == shape_class_name(shape) &&
-                                                        e["head_dim"] == opt.head_dim;
-                                             }),
-                              entries.end());
+                entries.erase(std::remove_if(entries.begin(), entries.end(), same_entry), entries.end());
                 entries.push_back(entry);
                 std::ofstream out(opt.out);
                 out << file.dump(2) << "\n";  // written after every entry: a long run keeps its results
