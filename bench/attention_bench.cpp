@@ -4,6 +4,8 @@
 //                                     also run before anything else, for the percent-of-peak counters
 //   attngen/<scheme>/<mask>/<shape>   the fused kernel (attngen::attention, device CPU)
 //   attngen_bf16/<scheme>/<mask>/<shape>  the same with bfloat16 q, k, v and out (fp32 math)
+//   attngen_kvcache/<scheme>/<mask>/<shape>  RoPE / xPos decode over a cache of keys rotated once
+//                                     beforehand (desc.keys_rotated): only the query is rotated per call
 //   openblas/<scheme>/<mask>/<shape>  unfused: per-head sgemm, dense positional bias, softmax, sgemm
 //   onednn/<scheme>/<mask>/<shape>    unfused with oneDNN batched matmul + softmax primitives
 //   naive/<scheme>/<mask>/<shape>     straightforward loops, one thread (small shapes and decode)
@@ -45,7 +47,7 @@
 namespace attngen_bench {
 namespace {
 
-enum class Impl { Attngen, AttngenBf16, Openblas, Onednn, Naive };
+enum class Impl { Attngen, AttngenBf16, AttngenKvCache, Openblas, Onednn, Naive };
 
 const char *impl_name(Impl impl) {
     switch (impl) {
@@ -53,6 +55,8 @@ const char *impl_name(Impl impl) {
             return "attngen";
         case Impl::AttngenBf16:
             return "attngen_bf16";
+        case Impl::AttngenKvCache:
+            return "attngen_kvcache";
         case Impl::Openblas:
             return "openblas";
         case Impl::Onednn:
@@ -97,6 +101,30 @@ void set_counters(benchmark::State &state, const Config &c, double max_err, doub
     state.counters["max_err"] = Counter(max_err);
 }
 
+bool transforms_keys(SchemeId scheme) {
+    return scheme == SchemeId::RopeHalf || scheme == SchemeId::RopeInterleaved || scheme == SchemeId::Xpos;
+}
+
+// The problem's keys rotated once, as a decoder's KV cache holds them (attngen_rope, or attngen_xpos
+// with downscale, at positions 0..Lk-1), and `desc` switched to use them as such.
+std::vector<float> rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
+    std::vector<float> cache(p.k.size());
+    const attngen::Tensor raw = attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D});
+    const attngen::Tensor rotated = attngen::tensor(cache.data(), {p.B, p.Hkv, p.Lk, p.D});
+    char error[512] = "";
+    attngen_status status;
+    if (desc.scheme == ATTNGEN_SCHEME_ROPE) {
+        status = attngen_rope(&raw, nullptr, &desc.rope, int32_t(p.Lk), &rotated, error, sizeof error);
+    } else {
+        desc.xpos_centre_set = 1;
+        desc.xpos_centre = p.xpos_centre;
+        status = attngen_xpos(&raw, nullptr, desc.xpos_scale_base, p.xpos_centre, 1, &rotated, error, sizeof error);
+    }
+    if (status != ATTNGEN_OK) throw std::runtime_error(std::string("rotating the key cache: ") + error);
+    desc.keys_rotated = 1;
+    return cache;
+}
+
 // Validation results per benchmark name: each configuration is validated on the first call only.
 std::map<std::string, Check> &validated() {
     static std::map<std::string, Check> results;
@@ -123,6 +151,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     attngen::Tensor q_t{}, k_t{}, v_t{}, o_t{};
     attngen::Status status;
     std::vector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
+    std::vector<float> k_cache;                  // rotated keys (Impl::AttngenKvCache)
     auto to_bf16 = [](const std::vector<float> &x) {
         std::vector<uint16_t> y(x.size());
         for (std::size_t n = 0; n < x.size(); n++)
@@ -132,9 +161,16 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     try {
         switch (impl) {
             case Impl::Attngen:
-            case Impl::AttngenBf16: {
+            case Impl::AttngenBf16:
+            case Impl::AttngenKvCache: {
                 desc = make_desc(p);
-                if (impl == Impl::Attngen) {
+                if (impl == Impl::AttngenKvCache) {
+                    k_cache = rotated_key_cache(p, desc);
+                    q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
+                    k_t = attngen::tensor(k_cache.data(), {p.B, p.Hkv, p.Lk, p.D});
+                    v_t = attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D});
+                    o_t = attngen::tensor(out.data(), {p.B, p.H, p.Lq, p.D});
+                } else if (impl == Impl::Attngen) {
                     q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
                     k_t = attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D});
                     v_t = attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D});
@@ -247,8 +283,10 @@ void register_benchmarks(std::size_t probe_mib) {
         for (SchemeId scheme : all_schemes())
             for (bool causal : {true, false}) {
                 const Config c{scheme, causal, shape};
-                for (Impl impl : {Impl::Attngen, Impl::AttngenBf16, Impl::Openblas, Impl::Onednn, Impl::Naive}) {
+                for (Impl impl : {Impl::Attngen, Impl::AttngenBf16, Impl::AttngenKvCache, Impl::Openblas, Impl::Onednn,
+                                  Impl::Naive}) {
                     if (impl == Impl::Naive && !naive_runs(shape)) continue;
+                    if (impl == Impl::AttngenKvCache && !(shape.decode() && transforms_keys(scheme))) continue;
                     const std::string name = std::string(impl_name(impl)) + "/" + c.name();
                     auto *b = benchmark::RegisterBenchmark(name.c_str(), bench_attention, impl, c);
                     b->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -16,7 +16,7 @@ import statistics
 import sys
 from collections import OrderedDict, defaultdict
 
-IMPLS = ["attngen", "attngen_bf16", "openblas", "onednn", "naive"]
+IMPLS = ["attngen", "attngen_bf16", "attngen_kvcache", "openblas", "onednn", "naive"]
 SUFFIX = re.compile(r"^(real_time|manual_time|process_time|iterations:\d+|min_time:[0-9.e+-]+s?|repeats:\d+|threads:\d+)$")
 
 
@@ -108,6 +108,13 @@ def cell(record, name, digits=1):
     return fmt(counter(record, name), digits)
 
 
+def milliseconds(record):
+    time = counter(record, "real_time")
+    if time is None:
+        return ""
+    return fmt(time * {"ns": 1e-6, "us": 1e-3, "s": 1e3}.get(record.get("time_unit"), 1.0), 3)
+
+
 def ratio(a, b):
     if a is None or b is None or b == 0:
         return ""
@@ -162,7 +169,7 @@ def markdown(context, table, probes, source):
     lines.append("")
     header = ["scheme", "mask", "shape", "attngen GFLOP/s", "% sgemm peak", "with extra", "openblas", "onednn",
               "naive", "attngen/openblas", "attngen/onednn", "decode GB/s", "% read bw", "attngen ms", "bf16 GFLOP/s",
-              "bf16/fp32"]
+              "bf16/fp32", "rotated-key cache ms"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(header) - 3)) + "|")
     for (scheme, mask, shape), row in table.items():
@@ -181,7 +188,7 @@ def markdown(context, table, probes, source):
                  cell(row.get("naive"), "GFLOP/s", 2), ratio(ag, ob), ratio(ag, od),
                  cell(a, "GB/s") if decode else "", cell(a, "pct_read_bw") if decode else "",
                  fmt(time_ms, 3), cell(row.get("attngen_bf16"), "GFLOP/s"),
-                 ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag)]
+                 ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag), milliseconds(row.get("attngen_kvcache"))]
         lines.append("| " + " | ".join(cells) + " |")
     errors = [(f"{impl}/{s}/{m}/{sh}", r["_error"]) for (s, m, sh), row in table.items() for impl, r in row.items()
               if r.get("_error")]
@@ -201,7 +208,7 @@ def chart(table, path):
 
     shapes = sorted({shape for (_, _, shape) in table}, key=lambda s: [shape for (_, _, shape) in table].index(s))
     fig, axes = plt.subplots(len(shapes), 1, figsize=(16, 3.6 * len(shapes)), squeeze=False)
-    colors = {"attngen": "#1f77b4", "attngen_bf16": "#9467bd", "openblas": "#ff7f0e", "onednn": "#2ca02c", "naive": "#7f7f7f"}
+    colors = {"attngen": "#1f77b4", "attngen_bf16": "#9467bd", "attngen_kvcache": "#17becf", "openblas": "#ff7f0e", "onednn": "#2ca02c", "naive": "#7f7f7f"}
     for ax, shape in zip(axes[:, 0], shapes):
         keys = [k for k in table if k[2] == shape]
         labels = [f"{s.replace('_interleaved', '_inter')}\n{m}" for (s, m, _) in keys]

@@ -18,6 +18,9 @@ struct Problem {
     attngen_scheme scheme;
     attngen_mask mask;
     int64_t batch, heads, kv_heads, q_len, k_len, head_dim;
+    // RoPE: k is a decoder's KV cache of keys rotated once when they were appended
+    // (attngen_rope); each call rotates only the queries (desc.keys_rotated).
+    bool rotated_key_cache = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -95,6 +98,7 @@ int main() {
         {"decode, GQA 4:1", ATTNGEN_SCHEME_SDPA, ATTNGEN_MASK_CAUSAL, 1, 32, 8, 1, 4096, 128},
         {"ALiBi causal prefill", ATTNGEN_SCHEME_ALIBI, ATTNGEN_MASK_CAUSAL, 1, 8, 8, 512, 512, 64},
         {"RoPE causal prefill", ATTNGEN_SCHEME_ROPE, ATTNGEN_MASK_CAUSAL, 1, 8, 8, 512, 512, 64},
+        {"RoPE decode, key cache", ATTNGEN_SCHEME_ROPE, ATTNGEN_MASK_CAUSAL, 1, 32, 8, 1, 4096, 128, true},
     };
     std::printf("attngen example: fused attention from the generated kernel library vs a naive reference\n\n");
     std::mt19937 rng(7);
@@ -110,7 +114,17 @@ int main() {
         attngen::AttentionDesc desc = attngen::attention_desc(p.scheme, p.mask);
         attngen::RunInfo info{};
         const auto qt = attngen::tensor(q.data(), {p.batch, p.heads, p.q_len, p.head_dim});
-        const auto kt = attngen::tensor(k.data(), {p.batch, p.kv_heads, p.k_len, p.head_dim});
+        std::vector<float> key_cache = k;
+        const auto kt = attngen::tensor(key_cache.data(), {p.batch, p.kv_heads, p.k_len, p.head_dim});
+        if (p.rotated_key_cache) {
+            // Keys at positions 0 .. k_len-1, rotated in place once; a decoder does this per appended key.
+            char error[256] = "";
+            if (attngen_rope(&kt, nullptr, &desc.rope, int32_t(p.k_len), &kt, error, sizeof error) != ATTNGEN_OK) {
+                std::printf("%s: error: %s\n", p.label, error);
+                return 1;
+            }
+            desc.keys_rotated = 1;
+        }
         const auto vt = attngen::tensor(v.data(), {p.batch, p.kv_heads, p.k_len, p.head_dim});
         const auto ot = attngen::tensor(out.data(), {p.batch, p.heads, p.q_len, p.head_dim});
         attngen::Status status = attngen::attention(qt, kt, vt, ot, desc, &info);  // warm-up

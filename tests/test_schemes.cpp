@@ -746,6 +746,130 @@ TEST_CASE("xpos: random shapes, masks, padding and parameters (seeded sweep)", "
 }
 
 // =================================================================================================
+// A KV cache of transformed keys (desc.keys_rotated)
+// =================================================================================================
+
+namespace {
+
+// Fills the case's keys the way a KV cache would (attngen_rope, or attngen_xpos with downscale, at
+// the key positions, with the dynamic-NTK length of the whole call) and checks that the call with
+// keys_rotated equals the fused kernel on the raw keys and the reference.
+void check_rotated_key_cache(const AttnCase &raw) {
+    INFO(raw.describe());
+    std::vector<float> fused;
+    REQUIRE(run_attngen(raw, fused).ok());
+    AttnCase cached = raw;
+    cached.keys_rotated = true;
+    const Tensor k_in = k_tensor(raw),
+                 k_out = tensor(cached.k.data(), {raw.batch, raw.kv_heads, raw.k_len, raw.head_dim});
+    const Tensor positions =
+        raw.k_positions.empty() ? Tensor{} : tensor(raw.k_positions.data(), {raw.batch, raw.k_len});
+    int32_t max_position = std::max(raw.k_len - 1, 0);
+    for (int32_t p : raw.q_positions)
+        max_position = std::max(max_position, p);
+    for (int32_t p : raw.k_positions)
+        max_position = std::max(max_position, p);
+    char error[512] = "";
+    const attngen_tensor *given = raw.k_positions.empty() ? nullptr : &positions;
+    const attngen_status st =
+        raw.scheme == ATTNGEN_SCHEME_ROPE
+            ? attngen_rope(&k_in, given, &raw.rope, max_position + 1, &k_out, error, sizeof error)
+            : attngen_xpos(&k_in, given, raw.xpos_scale_base, raw.xpos_centre, 1, &k_out, error, sizeof error);
+    INFO(error);
+    REQUIRE(st == ATTNGEN_OK);
+    REQUIRE(cached.k != raw.k);
+    std::vector<float> out;
+    RunInfo info;
+    const Status status = run_attngen(cached, out, &info);
+    INFO(status.message);
+    REQUIRE(status.ok());
+    CHECK(std::string(info.kernel).find("sdpa") != std::string::npos);  // plain attention ran
+    CHECK_CLOSE(out, fused, 2e-5, 1e-4);
+    CHECK_CLOSE(out, reference_output(raw), kAtol, kRtol);
+}
+
+}  // namespace
+
+TEST_CASE("rope and xpos over a cache of rotated keys equal the fused kernel", "[schemes][rope][xpos][cache]") {
+    AttnCase a = base_case(1, 4, 1, 1, 37, 64, 390, ATTNGEN_MASK_CAUSAL);  // decode, MQA
+    set_rope(a, ATTNGEN_ROPE_HALF);
+    check_rotated_key_cache(a);
+    AttnCase b = base_case(2, 4, 2, 9, 9, 32, 391, ATTNGEN_MASK_CAUSAL);  // prefill, GQA, partial rotary
+    set_rope(b, ATTNGEN_ROPE_HALF, 16);
+    b.q_positions = shifted_positions(2, 9, 0, 5);
+    b.k_positions = shifted_positions(2, 9, 0, 5);
+    check_rotated_key_cache(b);
+    AttnCase c = base_case(2, 2, 2, 1, 45, 128, 392, ATTNGEN_MASK_CAUSAL);  // interleaved, kv padding
+    set_rope(c, ATTNGEN_ROPE_INTERLEAVED);
+    c.kv_lengths = {45, 20};
+    check_rotated_key_cache(c);
+    AttnCase d = base_case(1, 2, 2, 1, 70, 64, 393, ATTNGEN_MASK_SLIDING_WINDOW);  // YaRN, window
+    set_rope(d, ATTNGEN_ROPE_HALF);
+    d.window = 16;
+    d.rope.scaling = ATTNGEN_ROPE_SCALING_YARN;
+    d.rope.factor = 4.0;
+    d.rope.original_max_position_embeddings = 32;
+    check_rotated_key_cache(d);
+    AttnCase e = base_case(1, 4, 2, 1, 33, 64, 394, ATTNGEN_MASK_CAUSAL);  // xPos decode
+    set_xpos(e, 64.0);
+    e.xpos_centre_set = true;
+    e.xpos_centre = -16;
+    check_rotated_key_cache(e);
+    AttnCase f = base_case(2, 2, 2, 12, 12, 16, 395, ATTNGEN_MASK_CAUSAL);  // xPos prefill
+    set_xpos(f, 512.0);
+    f.xpos_centre_set = true;
+    f.xpos_centre = -6;
+    check_rotated_key_cache(f);
+}
+
+TEST_CASE("keys_rotated: invalid uses are rejected with a reason", "[schemes][cache][validation]") {
+    AttnCase a = base_case(1, 2, 2, 1, 8, 16, 396, ATTNGEN_MASK_CAUSAL);
+    std::vector<float> out;
+    auto expect_invalid_with_rotated_keys = [&](const std::string &reason) {
+        a.keys_rotated = true;
+        const Status s = run_attngen(a, out);
+        CHECK(s.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(s.message, Catch::Contains(reason));
+    };
+    SECTION("a scheme that does not transform keys") {
+        set_alibi(a);
+        expect_invalid_with_rotated_keys("only rope and xpos");
+    }
+    SECTION("xpos without an explicit centre") {
+        set_xpos(a);
+        expect_invalid_with_rotated_keys("xpos_centre_set");
+    }
+    SECTION("a flag other than 0 or 1") {
+        set_rope(a, ATTNGEN_ROPE_HALF);
+        attngen_attention_desc desc = make_desc(a);
+        desc.keys_rotated = 2;
+        out.assign(a.q_size(), 0.f);
+        const Tensor q = q_tensor(a), k = k_tensor(a), v = v_tensor(a), o = out_tensor(a, out);
+        char error[512] = "";
+        CHECK(attngen_attention(&q, &k, &v, &o, &desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(std::string(error), Catch::Contains("desc.keys_rotated is 2"));
+    }
+    SECTION("bfloat16 tensors (the standalone transforms are float32)") {
+        set_rope(a, ATTNGEN_ROPE_HALF);
+        a.keys_rotated = true;
+        auto bf16_of = [](const std::vector<float> &x) {
+            std::vector<uint16_t> bits;
+            for (float value : x)
+                bits.push_back(to_bf16(value));
+            return bits;
+        };
+        const std::vector<uint16_t> qb = bf16_of(a.q), kb = bf16_of(a.k), vb = bf16_of(a.v);
+        std::vector<uint16_t> ob(a.q_size());
+        const Tensor q = bf16_tensor(qb.data(), {1, 2, 1, 16}), k = bf16_tensor(kb.data(), {1, 2, 8, 16}),
+                     v = bf16_tensor(vb.data(), {1, 2, 8, 16}), o = bf16_tensor(ob.data(), {1, 2, 1, 16});
+        const attngen_attention_desc desc = make_desc(a);
+        char error[512] = "";
+        CHECK(attngen_attention(&q, &k, &v, &o, &desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_UNSUPPORTED);
+        CHECK_THAT(std::string(error), Catch::Contains("float32"));
+    }
+}
+
+// =================================================================================================
 // Properties of the positional encodings
 // =================================================================================================
 
@@ -924,19 +1048,32 @@ TEST_CASE("standalone rope: explicit positions and scalings", "[schemes][rope][s
     check_standalone_rope(1, 2, 20, 32, params, {}, 371);
 }
 
-TEST_CASE("standalone rope: in-place and partial overlap", "[schemes][rope][standalone]") {
-    std::vector<float> x = random_floats(2 * 6 * 16, 372);
-    const std::vector<float> original = x;
-    std::vector<float> expected(x.size());
+TEST_CASE("standalone rope and xpos: in-place and partial overlap", "[schemes][rope][xpos][standalone]") {
+    // In place (a KV cache rotated where it lies) equals out of place, for head dims of one and of
+    // several vectors, where a channel's partner lies in another vector.
+    for (int D : {16, 64, 128}) {
+        for (int op = 0; op < 3; op++) {
+            INFO("D=" << D << " op=" << (op == 0 ? "rope half" : op == 1 ? "rope interleaved" : "xpos"));
+            std::vector<float> x = random_floats(2 * 6 * std::size_t(D), 372 + D);
+            const std::vector<float> original = x;
+            std::vector<float> expected(x.size());
+            const attngen_rope_params params = rope_params(op == 1 ? ATTNGEN_ROPE_INTERLEAVED : ATTNGEN_ROPE_HALF);
+            char error[256];
+            const Tensor tx = tensor(original.data(), {1, 2, 6, D}), te = tensor(expected.data(), {1, 2, 6, D});
+            const Tensor in_place = tensor(x.data(), {1, 2, 6, D});
+            auto apply = [&](const Tensor &in, const Tensor &out) {
+                return op < 2 ? attngen_rope(&in, nullptr, &params, 0, &out, error, sizeof error)
+                              : attngen_xpos(&in, nullptr, 512.0, -3, 1, &out, error, sizeof error);
+            };
+            REQUIRE(apply(tx, te) == ATTNGEN_OK);
+            const attngen_status st = apply(in_place, in_place);
+            INFO(error);
+            REQUIRE(st == ATTNGEN_OK);
+            CHECK_CLOSE(x, expected, 1e-6, 1e-6);
+        }
+    }
     const attngen_rope_params params = rope_params(ATTNGEN_ROPE_HALF);
     char error[256];
-    const Tensor tx = tensor(original.data(), {1, 2, 6, 16}), te = tensor(expected.data(), {1, 2, 6, 16});
-    REQUIRE(attngen_rope(&tx, nullptr, &params, 0, &te, error, sizeof error) == ATTNGEN_OK);
-    const Tensor in_place = tensor(x.data(), {1, 2, 6, 16});
-    const attngen_status st = attngen_rope(&in_place, nullptr, &params, 0, &in_place, error, sizeof error);
-    INFO(error);
-    REQUIRE(st == ATTNGEN_OK);
-    CHECK_CLOSE(x, expected, 1e-6, 1e-6);
     // An output shifted by one row over its input is rejected.
     std::vector<float> buf(2 * 6 * 16 + 16, 0.f);
     const Tensor a = tensor(buf.data(), {1, 2, 6, 16}), b = tensor(buf.data() + 16, {1, 2, 6, 16});

@@ -308,6 +308,7 @@ attngen_attention_desc make_desc(const AttnCase &c) {
     d.window = c.window;
     d.scale = c.scale;
     d.device = c.device;
+    d.keys_rotated = c.keys_rotated ? 1 : 0;
     if (!c.kv_lengths.empty()) d.kv_lengths = view_of(c.kv_lengths, {int64_t(c.kv_lengths.size())});
     if (!c.q_positions.empty()) d.q_positions = view_of(c.q_positions, {c.batch, c.q_len});
     if (!c.k_positions.empty()) d.k_positions = view_of(c.k_positions, {c.batch, c.k_len});

@@ -60,6 +60,9 @@ struct AttnCase {
     double xpos_scale_base = 512;
     bool xpos_centre_set = false;
     int xpos_centre = 0;  // must be non-zero when set (the reference reads 0 as "default")
+    // RoPE / xPos: k holds keys already transformed (desc.keys_rotated); the reference of such a
+    // case is the case with raw keys.
+    bool keys_rotated = false;
 
     std::size_t q_size() const;
     std::size_t kv_size() const;

@@ -291,12 +291,55 @@ void run(const std::string &scheme, const std::string &options, const attngen_at
     fill_info(info, *kernel);
 }
 
+// RoPE or xPos over keys the caller already transformed (a KV cache): the queries are transformed
+// here, with the positions, frequencies and centre the fused kernel would use, and the call becomes
+// plain attention. The caller's cache must have been built with the same parameters.
+void attention_over_rotated_keys(const attngen_tensor *q, const attngen_tensor *k, const attngen_tensor *v,
+                                 const attngen_tensor *out, const attngen_attention_desc &desc, const Dims &dims,
+                                 attngen_run_info *info) {
+    if (desc.scheme != ATTNGEN_SCHEME_ROPE && desc.scheme != ATTNGEN_SCHEME_XPOS) {
+        invalid(std::string("desc.keys_rotated is 1 but desc.scheme is ") + scheme_name(desc.scheme) +
+                ": only rope and xpos transform keys");
+    }
+    if (q->dtype != ATTNGEN_FLOAT32) {
+        fail(ATTNGEN_ERROR_UNSUPPORTED, "desc.keys_rotated: pre-rotated keys are supported for float32 tensors only");
+    }
+    if (desc.scheme == ATTNGEN_SCHEME_XPOS && !desc.xpos_centre_set) {
+        invalid(
+            "desc.keys_rotated with xpos needs desc.xpos_centre_set: the default centre, floor(-k_len / 2), "
+            "moves with k_len, so queries and cached keys must be scaled around one given centre");
+    }
+    Synthesized owned;
+    int64_t max_position = 0;
+    const attngen_tensor *q_positions = positions_argument(desc.q_positions, "desc.q_positions", dims.batch, dims.q_len,
+                                                           dims.k_len - dims.q_len, owned, &max_position);
+    // Validated as the fused path would, and part of the dynamic-NTK length.
+    positions_argument(desc.k_positions, "desc.k_positions", dims.batch, dims.k_len, 0, owned, &max_position);
+    const attngen_tensor *rotated = owned.add(
+        owned_f32(std::vector<float>(size_t(element_count(*q))), {dims.batch, dims.heads, dims.q_len, dims.head_dim}));
+    char message[512] = "";
+    const attngen_status status =
+        desc.scheme == ATTNGEN_SCHEME_ROPE
+            ? attngen_rope(q, q_positions, &desc.rope, int32_t(max_position + 1), rotated, message, sizeof message)
+            : attngen_xpos(q, q_positions, desc.xpos_scale_base, desc.xpos_centre, /*downscale=*/0, rotated, message,
+                           sizeof message);
+    if (status != ATTNGEN_OK) fail(status, std::string("desc.keys_rotated: transforming q: ") + message);
+    attngen_attention_desc plain = desc;
+    plain.scheme = ATTNGEN_SCHEME_SDPA;
+    plain.keys_rotated = 0;
+    attention(rotated, k, v, out, plain, info);
+}
+
 }  // namespace
 
 void attention(const attngen_tensor *q, const attngen_tensor *k, const attngen_tensor *v, const attngen_tensor *out,
                const attngen_attention_desc &desc, attngen_run_info *info) {
     const std::string scheme = scheme_name(desc.scheme);
     const Dims dims = check_core_tensors(q, k, v, out);
+    if (check_flag(desc.keys_rotated, "desc.keys_rotated")) {
+        attention_over_rotated_keys(q, k, v, out, desc, dims, info);
+        return;
+    }
     const Controls controls = check_controls(desc);
     Synthesized owned;
     KernelArguments args;

@@ -64,6 +64,8 @@ struct OwnedTensor {
 };
 OwnedTensor owned_f32(std::vector<float> values, std::vector<int64_t> shape);
 OwnedTensor owned_i32(std::vector<int32_t> values, std::vector<int64_t> shape);
+// A dense row-major copy of a float32 tensor (any strides).
+OwnedTensor dense_copy_f32(const attngen_tensor &t);
 
 // A Halide buffer over a tensor, dimensions reversed (Halide is innermost first). When the
 // innermost stride is not 1 (which kernels require), the data is packed into a dense copy and,

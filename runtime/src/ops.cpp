@@ -42,6 +42,15 @@ void check_same_shape(const attngen_tensor *out, const attngen_tensor &x, const 
     if (overlaps(*out, x) && out->data != x.data) invalid("out partially overlaps x");
 }
 
+// The input of a rotation kernel when out is x (in place, e.g. a KV cache rotated where it lies): a
+// copy, since the kernels write a row's first channels before its later channels read them as pairs.
+const attngen_tensor *rotation_input(const attngen_tensor *x, const attngen_tensor *out,
+                                     std::deque<OwnedTensor> &owned) {
+    if (!overlaps(*out, *x)) return x;
+    owned.push_back(dense_copy_f32(*x));
+    return &owned.back().view;
+}
+
 void check_convention(attngen_sinusoid_convention convention, int64_t channels) {
     if (convention < ATTNGEN_SINUSOID_PAPER || convention > ATTNGEN_SINUSOID_TXL) {
         invalid("sinusoid convention is " + std::to_string(int(convention)) +
@@ -74,7 +83,7 @@ attngen_status attngen_rope(const attngen_tensor *x, const attngen_tensor *posit
         std::deque<OwnedTensor> owned;
         int64_t max_position = 0;
         KernelArguments args;
-        args.tensors["x"] = x;
+        args.tensors["x"] = rotation_input(x, out, owned);
         args.tensors["out"] = out;
         args.tensors["positions"] = positions_or_default(positions, x->shape[0], x->shape[2], 0, owned, &max_position);
         RopeFrequencies frequencies =
@@ -103,7 +112,7 @@ attngen_status attngen_xpos(const attngen_tensor *x, const attngen_tensor *posit
         std::deque<OwnedTensor> owned;
         int64_t max_position = 0;
         KernelArguments args;
-        args.tensors["x"] = x;
+        args.tensors["x"] = rotation_input(x, out, owned);
         args.tensors["out"] = out;
         args.tensors["positions"] = positions_or_default(positions, x->shape[0], x->shape[2], 0, owned, &max_position);
         args.floats["scale_base"] = float(scale_base);

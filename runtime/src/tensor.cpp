@@ -240,6 +240,13 @@ void for_each_offset(const attngen_tensor &t, const std::vector<int64_t> &stride
 }
 }  // namespace
 
+OwnedTensor dense_copy_f32(const attngen_tensor &t) {
+    std::vector<float> values(size_t(element_count(t)));
+    const auto *data = static_cast<const float *>(t.data);
+    for_each_offset(t, strides_of(t), [&](int64_t flat, int64_t offset) { values[size_t(flat)] = data[offset]; });
+    return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
+}
+
 void fill_zero(const attngen_tensor &t) {
     auto *bytes = static_cast<uint8_t *>(t.data);
     const size_t size = element_size(t.dtype);

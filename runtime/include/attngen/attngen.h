@@ -129,6 +129,12 @@ typedef struct attngen_attention_desc {
     double xpos_scale_base; /* default 512 */
     int32_t xpos_centre_set;
     int32_t xpos_centre; /* default floor(-k_len / 2) */
+
+    /* RoPE, xPos: 1 = k already holds transformed keys, as a KV cache filled once by attngen_rope or
+       attngen_xpos (downscale 1) at the keys' positions; each call then transforms only the queries
+       and runs plain attention, so decode does not re-rotate the whole cache. xPos needs
+       xpos_centre_set: the default centre moves with k_len, and q and k must share one. float32. */
+    int32_t keys_rotated;
 } attngen_attention_desc;
 
 /* What a call ran, for logs and benchmarks. */
