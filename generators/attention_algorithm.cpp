@@ -56,9 +56,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr causal_end = clamp(p.query_position(last_row) + 1, 0, valid_keys);
     s.key_end = Func("key_end");
     s.key_end(it, b) = select(ctl.mask_kind == kMaskNone, valid_keys, causal_end);
+    // Not clamped to key_end (a range may be empty: begin >= end): bounded by positions alone, it
+    // gives bounds inference a first visible key, and chunk, for windows.
     s.key_begin = Func("key_begin");
-    s.key_begin(it, b) = select(ctl.mask_kind == kMaskSlidingWindow,
-                                clamp(p.query_position(first_row) - ctl.window + 1, 0, s.key_end(it, b)), 0);
+    s.key_begin(it, b) =
+        select(ctl.mask_kind == kMaskSlidingWindow, max(p.query_position(first_row) - ctl.window + 1, 0), 0);
     s.chunk_begin = Func("chunk_begin");
     s.chunk_begin(it, b) = s.key_begin(it, b) / chunk;
     s.chunk_end = Func("chunk_end");
@@ -106,10 +108,20 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
     s.rj = RDom(0, chunk, "rj");
     Expr rj_key = c * chunk + s.rj;
-    if (blocking.trim_chunk_keys) s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
+    Expr visible_rj = s.rj;
+    if (blocking.trim_chunk_keys) {
+        s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
+        // The predicate alone does not bound what bounds inference asks of the scores and
+        // probabilities: promising the key within the visible 16-key groups (which the predicate
+        // guarantees) makes a diagonal, windowed or padded chunk compute only those groups.
+        Expr chunk_start = c * chunk;
+        Expr first = clamp(s.key_begin(it, b) - chunk_start, 0, chunk - 1) / 16 * 16;
+        Expr last = clamp((s.key_end(it, b) - chunk_start + 15) / 16 * 16, first + 16, chunk) - 1;
+        visible_rj = unsafe_promise_clamped(s.rj, first, last);
+    }
     s.chunk_max = Func("chunk_max");
     s.chunk_max(ii, c, it, h, b) = kMaskedScore;
-    s.chunk_max(ii, c, it, h, b) = max(s.chunk_max(ii, c, it, h, b), s.scores(ii, s.rj, c, it, h, b));
+    s.chunk_max(ii, c, it, h, b) = max(s.chunk_max(ii, c, it, h, b), s.scores(ii, visible_rj, c, it, h, b));
     Expr chunk_max = s.chunk_max(ii, c, it, h, b);
     // A fully masked chunk keeps exp(masked - 0) == 0, so its sums are exactly zero.
     Expr pivot = select(chunk_max > kFullyMaskedBelow, chunk_max, 0.f);
@@ -117,12 +129,12 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.probs(ii, jj, c, it, h, b) = exp_nonpositive(s.scores(ii, jj, c, it, h, b) - pivot);
     s.chunk_sum = Func("chunk_sum");
     s.chunk_sum(ii, c, it, h, b) = 0.f;
-    s.chunk_sum(ii, c, it, h, b) += s.probs(ii, s.rj, c, it, h, b);
+    s.chunk_sum(ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b);
 
     Expr rj_clamped_key = key_in_range(rj_key);
     s.chunk_acc = Func("chunk_acc");
     s.chunk_acc(d, ii, c, it, h, b) = 0.f;
-    s.chunk_acc(d, ii, c, it, h, b) += s.probs(ii, s.rj, c, it, h, b) * s.value(d, rj_clamped_key, kv_head, b);
+    s.chunk_acc(d, ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b) * s.value(d, rj_clamped_key, kv_head, b);
 
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {
@@ -139,7 +151,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr distance = rj_key - p.query_position(row);
         s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
         s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
-        Expr prob = s.probs(ii, s.rj, c, it, h, b);
+        Expr prob = s.probs(ii, visible_rj, c, it, h, b);
         s.value_tails(ii, c, it, h, b) =
             Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
                   s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
@@ -152,6 +164,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
 
     s.rc = RDom(0, (p.k_len + (chunk - 1)) / chunk, "rc");
     s.rc.where(s.rc >= s.chunk_begin(it, b) && s.rc < s.chunk_end(it, b));
+    // As for keys: chunk states are asked for only over the chunks the tile sees (windows, padding).
+    Expr last_chunk = (p.k_len + (chunk - 1)) / chunk - 1;
+    Expr first_visible_chunk = min(s.chunk_begin(it, b), last_chunk);
+    Expr visible_rc = unsafe_promise_clamped(s.rc, first_visible_chunk,
+                                             clamp(s.chunk_end(it, b) - 1, first_visible_chunk, last_chunk));
     Expr row_acc, row_sum;
     if (blocking.merge == Merge::TwoPass) {
         // All chunk states of a tile, then exact rescaling to the row max.
@@ -160,15 +177,17 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             Tuple(s.chunk_acc(d, ii, c, it, h, b), s.chunk_max(ii, c, it, h, b), s.chunk_sum(ii, c, it, h, b));
         s.row_max = Func("row_max");
         s.row_max(ii, it, h, b) = kMaskedScore;
-        s.row_max(ii, it, h, b) = max(s.row_max(ii, it, h, b), s.chunk_state(0, ii, s.rc, it, h, b)[1]);
+        s.row_max(ii, it, h, b) = max(s.row_max(ii, it, h, b), s.chunk_state(0, ii, visible_rc, it, h, b)[1]);
         s.chunk_weight = Func("chunk_weight");
         s.chunk_weight(ii, c, it, h, b) = exp(s.chunk_state(0, ii, c, it, h, b)[1] - s.row_max(ii, it, h, b));
         s.row_sum = Func("row_sum");
         s.row_sum(ii, it, h, b) = 0.f;
-        s.row_sum(ii, it, h, b) += s.chunk_state(0, ii, s.rc, it, h, b)[2] * s.chunk_weight(ii, s.rc, it, h, b);
+        s.row_sum(ii, it, h, b) +=
+            s.chunk_state(0, ii, visible_rc, it, h, b)[2] * s.chunk_weight(ii, visible_rc, it, h, b);
         s.row_acc = Func("row_acc");
         s.row_acc(d, ii, it, h, b) = 0.f;
-        s.row_acc(d, ii, it, h, b) += s.chunk_state(d, ii, s.rc, it, h, b)[0] * s.chunk_weight(ii, s.rc, it, h, b);
+        s.row_acc(d, ii, it, h, b) +=
+            s.chunk_state(d, ii, visible_rc, it, h, b)[0] * s.chunk_weight(ii, visible_rc, it, h, b);
         row_acc = s.row_acc(d, i % tile, i / tile, h, b);
         row_sum = s.row_sum(i % tile, i / tile, h, b);
     } else {
@@ -178,11 +197,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr old_acc = s.online_state(d, ii, it, h, b)[0];
         Expr old_max = s.online_state(d, ii, it, h, b)[1];
         Expr old_sum = s.online_state(d, ii, it, h, b)[2];
-        Expr chunk_max = s.chunk_max(ii, s.rc, it, h, b);
+        Expr chunk_max = s.chunk_max(ii, visible_rc, it, h, b);
         Expr new_max = max(old_max, chunk_max);
         Expr keep = exp(old_max - new_max), take = exp(chunk_max - new_max);
-        s.online_state(d, ii, it, h, b) = Tuple(old_acc * keep + s.chunk_acc(d, ii, s.rc, it, h, b) * take, new_max,
-                                                old_sum * keep + s.chunk_sum(ii, s.rc, it, h, b) * take);
+        s.online_state(d, ii, it, h, b) = Tuple(old_acc * keep + s.chunk_acc(d, ii, visible_rc, it, h, b) * take,
+                                                new_max, old_sum * keep + s.chunk_sum(ii, visible_rc, it, h, b) * take);
         row_acc = s.online_state(d, i % tile, i / tile, h, b)[0];
         row_sum = s.online_state(d, i % tile, i / tile, h, b)[2];
     }

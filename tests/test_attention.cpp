@@ -179,6 +179,34 @@ TEST_CASE("sdpa: a window covering every key equals the causal mask", "[attentio
     CHECK_CLOSE(a, b, 1e-6, 1e-6);
 }
 
+TEST_CASE("sdpa: windows, padding and causal masks across many key chunks and query tiles",
+          "[attention][sdpa][mask][padding]") {
+    // Kernels visit only the key chunks (and 16-key groups of a chunk) a query tile can see: these
+    // shapes span several chunks and tiles, so ranges begin and end inside and between chunks.
+    struct Shape {
+        int B, H, Hkv, Lq, Lk, D;
+        attngen_mask mask;
+        int window;
+        std::vector<int32_t> kv_lengths;
+    };
+    const Shape shapes[] = {
+        {1, 2, 2, 300, 700, 64, ATTNGEN_MASK_SLIDING_WINDOW, 100, {}},  // chunked prefill
+        {2, 2, 1, 200, 520, 128, ATTNGEN_MASK_SLIDING_WINDOW, 150, {520, 333}},
+        {3, 2, 2, 130, 600, 64, ATTNGEN_MASK_NONE, 0, {600, 140, 17}},
+        {3, 2, 2, 130, 600, 64, ATTNGEN_MASK_CAUSAL, 0, {600, 140, 17}},
+        {1, 2, 2, 97, 389, 40, ATTNGEN_MASK_SLIDING_WINDOW, 64, {}},            // generic head dim
+        {2, 2, 2, 1, 1000, 64, ATTNGEN_MASK_SLIDING_WINDOW, 200, {1000, 150}},  // decode
+        {1, 2, 2, 400, 260, 64, ATTNGEN_MASK_CAUSAL, 0, {}},                    // Lq > Lk: early rows see no key
+    };
+    uint64_t seed = 70;
+    for (const Shape &shape : shapes) {
+        AttnCase c = sdpa(shape.B, shape.H, shape.Hkv, shape.Lq, shape.Lk, shape.D, seed++, shape.mask);
+        c.window = shape.window;
+        c.kv_lengths = shape.kv_lengths;
+        CHECK_MATCHES_REFERENCE(c);
+    }
+}
+
 TEST_CASE("sdpa: kv_lengths padding, including an empty batch", "[attention][sdpa][padding]") {
     for (attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
         AttnCase c = sdpa(3, 2, 2, 9, 9, 16, 60, mask);

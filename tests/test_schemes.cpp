@@ -746,6 +746,30 @@ TEST_CASE("xpos: random shapes, masks, padding and parameters (seeded sweep)", "
 }
 
 // =================================================================================================
+// Every scheme over windows and padding that span several key chunks
+// =================================================================================================
+
+TEST_CASE("schemes: sliding windows and padding across key chunks", "[schemes][mask][padding]") {
+    // Kernels compute only the chunks and 16-key groups a query tile can see; each scheme's helper
+    // stages (bias tables, relative products, Shaw's value histogram) must follow those ranges.
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,      ATTNGEN_SCHEME_SHAW,
+                                      ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA, ATTNGEN_SCHEME_ROPE,
+                                      ATTNGEN_SCHEME_XPOS};
+    uint64_t seed = 500;
+    for (attngen_scheme scheme : schemes) {
+        AttnCase window = base_case(2, 2, 1, 150, 420, 64, seed++, ATTNGEN_MASK_SLIDING_WINDOW);
+        window.window = 90;
+        window.kv_lengths = {420, 300};
+        set_random_scheme(window, scheme, seed++);
+        CHECK_MATCHES_REFERENCE(window);
+        AttnCase padded = base_case(2, 2, 2, 1, 700, 64, seed++, ATTNGEN_MASK_CAUSAL);  // decode
+        padded.kv_lengths = {700, 200};
+        set_random_scheme(padded, scheme, seed++);
+        CHECK_MATCHES_REFERENCE(padded);
+    }
+}
+
+// =================================================================================================
 // A KV cache of transformed keys (desc.keys_rotated)
 // =================================================================================================
 
