@@ -164,15 +164,11 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
             case Impl::AttngenBf16:
             case Impl::AttngenKvCache: {
                 desc = make_desc(p);
-                if (impl == Impl::AttngenKvCache) {
-                    k_cache = rotated_key_cache(p, desc);
+                if (impl == Impl::AttngenKvCache) k_cache = rotated_key_cache(p, desc);
+                if (impl != Impl::AttngenBf16) {
+                    const float *keys = impl == Impl::AttngenKvCache ? k_cache.data() : p.k.data();
                     q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
-                    k_t = attngen::tensor(k_cache.data(), {p.B, p.Hkv, p.Lk, p.D});
-                    v_t = attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D});
-                    o_t = attngen::tensor(out.data(), {p.B, p.H, p.Lq, p.D});
-                } else if (impl == Impl::Attngen) {
-                    q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
-                    k_t = attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D});
+                    k_t = attngen::tensor(keys, {p.B, p.Hkv, p.Lk, p.D});
                     v_t = attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D});
                     o_t = attngen::tensor(out.data(), {p.B, p.H, p.Lq, p.D});
                 } else {

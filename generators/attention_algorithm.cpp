@@ -82,7 +82,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     auto key_in_range = [&](const Expr &index) {
         return select(s.chunks_are_full, unsafe_promise_clamped(index, 0, p.k_len - 1), min(index, p.k_len - 1));
     };
-    Expr key_index = c * chunk + jj;
+    Expr chunk_start = c * chunk;
+    Expr key_index = chunk_start + jj;
     Expr clamped_key = key_in_range(key_index);
     Expr kv_head = p.kv_head(h);
     s.rd = RDom(0, p.head_dim, "rd");
@@ -107,16 +108,16 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
 
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
     s.rj = RDom(0, chunk, "rj");
-    Expr rj_key = c * chunk + s.rj;
+    Expr rj_key = chunk_start + s.rj;
     Expr visible_rj = s.rj;
     if (blocking.trim_chunk_keys) {
         s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
         // The predicate alone does not bound what bounds inference asks of the scores and
         // probabilities: promising the key within the visible 16-key groups (which the predicate
         // guarantees) makes a diagonal, windowed or padded chunk compute only those groups.
-        Expr chunk_start = c * chunk;
-        Expr first = clamp(s.key_begin(it, b) - chunk_start, 0, chunk - 1) / 16 * 16;
-        Expr last = clamp((s.key_end(it, b) - chunk_start + 15) / 16 * 16, first + 16, chunk) - 1;
+        const int group = kVisibleKeyGroup;
+        Expr first = clamp(s.key_begin(it, b) - chunk_start, 0, chunk - 1) / group * group;
+        Expr last = clamp((s.key_end(it, b) - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
         visible_rj = unsafe_promise_clamped(s.rj, first, last);
     }
     s.chunk_max = Func("chunk_max");
@@ -141,7 +142,6 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         ValueTerm vt = scheme.value_term(p);
         // Probability mass per clipped distance r - clip of the chunk's visible keys: the one key at
         // each interior distance (a gather, no scatter), the tails summed into rows 0 and 2 clip.
-        Expr chunk_start = c * chunk;
         Expr visible_begin = max(s.key_begin(it, b), chunk_start),
              visible_end = min(s.key_end(it, b), chunk_start + chunk);
         Expr key_at_r = p.query_position(row) + r - vt.clip;
@@ -162,10 +162,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
     }
 
-    s.rc = RDom(0, (p.k_len + (chunk - 1)) / chunk, "rc");
+    Expr chunk_count = (p.k_len + (chunk - 1)) / chunk;
+    s.rc = RDom(0, chunk_count, "rc");
     s.rc.where(s.rc >= s.chunk_begin(it, b) && s.rc < s.chunk_end(it, b));
     // As for keys: chunk states are asked for only over the chunks the tile sees (windows, padding).
-    Expr last_chunk = (p.k_len + (chunk - 1)) / chunk - 1;
+    Expr last_chunk = chunk_count - 1;
     Expr first_visible_chunk = min(s.chunk_begin(it, b), last_chunk);
     Expr visible_rc = unsafe_promise_clamped(s.rc, first_visible_chunk,
                                              clamp(s.chunk_end(it, b) - 1, first_visible_chunk, last_chunk));

@@ -32,6 +32,9 @@ enum MaskKind : int { kMaskNone = 0, kMaskCausal = 1, kMaskSlidingWindow = 2 };
 constexpr float kMaskedScore = -1e30f;
 // A chunk whose max is below this had every entry masked.
 constexpr float kFullyMaskedBelow = -1e29f;
+// Scores and probabilities are computed for the keys of a chunk a tile can see, rounded out to groups
+// of this many keys (chunk-relative); blocked schedules align their key blocks to it.
+constexpr int kVisibleKeyGroup = 16;
 
 enum class Merge { TwoPass, Online };
 

@@ -266,10 +266,11 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     }
 
     // QK^T register block: (tile rows as vectors) x (qk_block_keys keys), d outermost. A chunk's
-    // visible keys come in 16-key groups (see define_attention): blocks that divide 16 tile them
-    // exactly; others shift the last block inwards rather than read keys past the group.
+    // visible keys come in groups of kVisibleKeyGroup: blocks that divide a group tile them exactly;
+    // others shift the last block inwards rather than read keys past the group.
     const bool row_vectors = tile % vw == 0;
-    const bool blocks_divide_groups = p.blocking.key_chunk % 16 == 0 && 16 % p.qk_block_keys == 0;
+    const bool blocks_divide_groups =
+        p.blocking.key_chunk % kVisibleKeyGroup == 0 && kVisibleKeyGroup % p.qk_block_keys == 0;
     s.scores.compute_at(per_chunk)
         .split(s.jj, key_block, key, p.qk_block_keys,
                blocks_divide_groups ? TailStrategy::RoundUp : TailStrategy::ShiftInwards)

@@ -46,6 +46,20 @@ BlockCache &cache() {
     return *instance;
 }
 
+// Keeps a freed block in the shared cache, or returns it to the system beyond kCacheLimit.
+void to_shared_cache(size_t cls, void *raw) {
+    BlockCache &c = cache();
+    {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        if (c.cached_bytes + cls <= kCacheLimit) {
+            c.free_blocks[cls].push_back(raw);
+            c.cached_bytes += cls;
+            return;
+        }
+    }
+    std::free(raw);
+}
+
 // A thread's own blocks. Its lock is only contended by release_cached_blocks.
 struct ThreadCache {
     std::mutex mutex;
@@ -82,16 +96,8 @@ ThreadCache::~ThreadCache() {
         caches.erase(std::remove(caches.begin(), caches.end(), this), caches.end());
     }
     std::lock_guard<std::mutex> own(mutex);
-    BlockCache &c = cache();
-    std::lock_guard<std::mutex> shared(c.mutex);
-    for (auto &[cls, raw] : blocks) {
-        if (c.cached_bytes + cls <= kCacheLimit) {
-            c.free_blocks[cls].push_back(raw);
-            c.cached_bytes += cls;
-        } else {
-            std::free(raw);
-        }
-    }
+    for (auto &[cls, raw] : blocks)
+        to_shared_cache(cls, raw);
     blocks.clear();
 }
 
@@ -144,16 +150,7 @@ void cached_free(void *, void *ptr) {
             return;
         }
     }
-    BlockCache &c = cache();
-    {
-        std::lock_guard<std::mutex> lock(c.mutex);
-        if (c.cached_bytes + cls <= kCacheLimit) {
-            c.free_blocks[cls].push_back(raw);
-            c.cached_bytes += cls;
-            return;
-        }
-    }
-    std::free(raw);
+    to_shared_cache(cls, raw);
 }
 
 }  // namespace
