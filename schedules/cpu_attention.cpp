@@ -54,6 +54,10 @@ OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, Sh
 namespace {
 
 constexpr int kMaxAccumulatorVectors = 24;
+// A P.V block spans at most this many vectors of d: a wider head dim (D = 128) is covered in parts,
+// each accumulated over the chunk's keys in turn, so a block can keep more rows (each V vector
+// loaded feeds one FMA per row; with 3 rows of 8 vectors V streams from L2 faster than it can).
+constexpr int kPvBlockVectors = 4;
 
 // The per-chunk temporaries (constant size: tile x chunk at most) live on the task's stack: one
 // heap allocation and free per chunk and stage would otherwise cost more than a small chunk's
@@ -252,9 +256,12 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     // P.V register block rows: at most 24 accumulator vectors (of 32 registers; the rest hold V and
     // the broadcast P), so a large fixed head_dim gets fewer rows than the tuned (D = 64) value.
     int pv_rows = p.pv_block_rows;
+    int pv_parts = 1;  // parts of d a P.V block covers one after another
     if (const auto *fixed = s.head_dim.as<Internal::IntImm>(); fixed_head_dim && fixed) {
         const int vectors = std::max(1, int(fixed->value) / vw);
-        while (pv_rows > 1 && (pv_rows * vectors > kMaxAccumulatorVectors || tile % pv_rows != 0))
+        if (vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 && int(fixed->value) % vw == 0)
+            pv_parts = vectors / kPvBlockVectors;
+        while (pv_rows > 1 && (pv_rows * vectors / pv_parts > kMaxAccumulatorVectors || tile % pv_rows != 0))
             pv_rows--;
     }
     const bool rows_in_blocks = two_pass && tile % pv_rows == 0;
@@ -312,9 +319,17 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     }
 
     // P.V register block: pv_block_rows rows x D, accumulated over the chunk's keys.
-    Var d_block("d_block"), d_lane("d_lane");
+    Var d_part("d_part"), d_block("d_block"), d_lane("d_lane");
     s.chunk_acc.compute_at(rows_in_blocks ? LoopLevel(s.chunk_state, row_block) : per_chunk).vectorize(s.d, vw, guard);
-    if (fixed_head_dim && rows_in_blocks) {
+    if (fixed_head_dim && rows_in_blocks && pv_parts > 1) {
+        s.chunk_acc.update(0)
+            .split(s.d, d_part, d_block, kPvBlockVectors * vw)
+            .split(d_block, d_block, d_lane, vw)
+            .reorder(d_lane, d_block, s.ii, s.rj, d_part)
+            .vectorize(d_lane)
+            .unroll(d_block)
+            .unroll(s.ii);
+    } else if (fixed_head_dim && rows_in_blocks) {
         s.chunk_acc.update(0)
             .split(s.d, d_block, d_lane, vw)
             .reorder(d_lane, d_block, s.ii, s.rj)
