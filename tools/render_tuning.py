@@ -71,8 +71,12 @@ def main():
         f"# Tuned schedules for `{tuned.get('target', '?')}`",
         "",
         f"Machine: {tuned.get('machine', {}).get('cpu', '?')}, {tuned.get('machine', {}).get('cores', '?')} cores. "
-        "GFLOP/s on the tuning shapes (prefill: (1,8,1024,1024,D) with and without causal mask; decode: "
-        "(1,32,1,4096,D)); medians of repetitions, measured by attngen-tune in one process. "
+        "GFLOP/s on the tuning shapes: the geometric mean of each shape's rate (median of repetitions), "
+        "measured by attngen-tune in one process. Prefill is tuned on (4,8,256,256,D), (1,8,512,512,D) and "
+        "(1,8,1024,1024,D), each with and without the causal mask; decode on (1,32,1,4096,D). An entry's own "
+        "shapes are listed in the JSON (`tuning_shapes`), with the playoff rounds that decided it (`playoff`: "
+        "the fastest candidates and the hand schedule measured again round-robin; entries without one "
+        "predate it). "
         "An autoscheduler marked ✗ failed (the reason is in the JSON); † marks a schedule that was timed on the "
         "tuning shapes but fails the reference check on smaller shapes (it is never chosen). Adams2019 runs "
         "greedily (beam size 1). An autoscheduler figure with a date in parentheses was measured by an earlier "

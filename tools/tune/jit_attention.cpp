@@ -34,7 +34,8 @@ std::string Candidate::describe() const {
     std::ostringstream out;
     out << "tile " << params.blocking.query_tile << " chunk " << params.blocking.key_chunk << " qk "
         << params.qk_block_keys << " pv " << params.pv_block_rows << " vec " << params.vector_width
-        << (params.blocking.merge == Merge::Online ? " online" : "") << (params.split_keys ? " split" : "");
+        << (params.blocking.merge == Merge::Online ? " online" : "") << (params.split_keys ? " split" : "")
+        << (params.blocking.trim_chunk_keys ? "" : " untrimmed");
     return out.str();
 }
 

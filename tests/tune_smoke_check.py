@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Runs attngen-tune briefly (one scheme, decode, host target) into a fresh file and checks what it
+wrote: one entry whose winner passed the reference check, a playoff of the hand schedule and up to
+two other candidates over three rounds, and a winner that is the playoff's best median."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+tuner = sys.argv[1]
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "tuned.json")
+    subprocess.run([tuner, "--scheme", "sdpa", "--shape", "decode", "--budget", "2", "--repetitions", "1",
+                    "--autoschedulers", "none", "--target", "host", "--out", out], check=True)
+    with open(out) as f:
+        tuned = json.load(f)
+
+entries = tuned["entries"]
+assert len(entries) == 1, entries
+entry = entries[0]
+assert entry["scheme"] == "sdpa" and entry["shape_class"] == "decode", entry
+assert entry["tuning_shapes"] == ["(1,32,1,4096,64) causal"], entry["tuning_shapes"]
+playoff = entry["playoff"]
+assert 1 <= len(playoff) <= 3, playoff
+assert all(len(f["gflops_rounds"]) == 3 and min(f["gflops_rounds"]) > 0 for f in playoff), playoff
+medians = [statistics.median(f["gflops_rounds"]) for f in playoff]
+best = max(range(len(playoff)), key=lambda n: medians[n])
+assert abs(entry["gflops"]["tuned"] - medians[best]) < 1e-9 * medians[best], (entry["gflops"], medians)
+assert abs(entry["gflops"]["hand"] - medians[0]) < 1e-9 * medians[0], (entry["gflops"], medians)
+p = entry["params"]
+described = f"tile {p['query_tile']} chunk {p['key_chunk']}"
+assert playoff[best]["candidate"].startswith(described), (playoff[best], p)
+print(f"tuner smoke: winner {playoff[best]['candidate']} at {medians[best]:.1f} GFLOP/s, "
+      f"hand {medians[0]:.1f}, {len(playoff)} finalists")
