@@ -256,12 +256,14 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     // P.V register block rows: at most 24 accumulator vectors (of 32 registers; the rest hold V and
     // the broadcast P), so a large fixed head_dim gets fewer rows than the tuned (D = 64) value.
     int pv_rows = p.pv_block_rows;
-    int pv_parts = 1;  // parts of d a P.V block covers one after another
+    int pv_part_width = 0;  // channels of d a P.V block covers at a time (a fixed head_dim only)
     if (const auto *fixed = s.head_dim.as<Internal::IntImm>(); fixed_head_dim && fixed) {
-        const int vectors = std::max(1, int(fixed->value) / vw);
-        if (vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 && int(fixed->value) % vw == 0)
-            pv_parts = vectors / kPvBlockVectors;
-        while (pv_rows > 1 && (pv_rows * vectors / pv_parts > kMaxAccumulatorVectors || tile % pv_rows != 0))
+        const int head_dim = int(fixed->value);
+        const int vectors = std::max(1, head_dim / vw);
+        const bool in_parts = vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 && head_dim % vw == 0;
+        pv_part_width = in_parts ? kPvBlockVectors * vw : head_dim;
+        const int part_vectors = in_parts ? kPvBlockVectors : vectors;
+        while (pv_rows > 1 && (pv_rows * part_vectors > kMaxAccumulatorVectors || tile % pv_rows != 0))
             pv_rows--;
     }
     const bool rows_in_blocks = two_pass && tile % pv_rows == 0;
@@ -318,21 +320,15 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         }
     }
 
-    // P.V register block: pv_block_rows rows x D, accumulated over the chunk's keys.
+    // P.V register block: pv_block_rows rows x one part of d (all of it unless D is wide), accumulated
+    // over the chunk's keys, one part after another.
     Var d_part("d_part"), d_block("d_block"), d_lane("d_lane");
     s.chunk_acc.compute_at(rows_in_blocks ? LoopLevel(s.chunk_state, row_block) : per_chunk).vectorize(s.d, vw, guard);
-    if (fixed_head_dim && rows_in_blocks && pv_parts > 1) {
+    if (pv_part_width > 0 && rows_in_blocks) {
         s.chunk_acc.update(0)
-            .split(s.d, d_part, d_block, kPvBlockVectors * vw)
+            .split(s.d, d_part, d_block, pv_part_width)
             .split(d_block, d_block, d_lane, vw)
             .reorder(d_lane, d_block, s.ii, s.rj, d_part)
-            .vectorize(d_lane)
-            .unroll(d_block)
-            .unroll(s.ii);
-    } else if (fixed_head_dim && rows_in_blocks) {
-        s.chunk_acc.update(0)
-            .split(s.d, d_block, d_lane, vw)
-            .reorder(d_lane, d_block, s.ii, s.rj)
             .vectorize(d_lane)
             .unroll(d_block)
             .unroll(s.ii);

@@ -176,19 +176,6 @@ T pick(const std::vector<T> &values, std::mt19937_64 &rng) {
     return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
 }
 
-Candidate random_candidate(const Space &space, std::mt19937_64 &rng) {
-    Candidate c;
-    c.params.blocking.query_tile = pick(space.tiles, rng);
-    c.params.blocking.key_chunk = pick(space.chunks, rng);
-    c.params.qk_block_keys = pick(space.qk_keys, rng);
-    c.params.pv_block_rows = pick(space.pv_rows, rng);
-    c.params.vector_width = pick(space.widths, rng);
-    c.params.blocking.merge = pick(space.merges_online, rng) ? Merge::Online : Merge::TwoPass;
-    c.params.blocking.trim_chunk_keys = pick(space.trims, rng);
-    c.params.split_keys = pick(space.splits, rng);
-    return c;
-}
-
 // The parameters of a candidate, numbered for the search: query tile, key chunk, QK keys, P.V rows,
 // vector width, merge, key trimming, split-K.
 constexpr int kParameterCount = 8;
@@ -231,6 +218,14 @@ std::vector<Candidate> along(const Candidate &base, const Space &space, int whic
             break;
     }
     return out;
+}
+
+// Every parameter drawn at random.
+Candidate random_candidate(const Space &space, std::mt19937_64 &rng) {
+    Candidate c;
+    for (int which = 0; which < kParameterCount; which++)
+        c = pick(along(c, space, which), rng);
+    return c;
 }
 
 // One or two parameters of `base` changed.
