@@ -5,6 +5,8 @@
 // states: flash-decoding split-K, for prefill and decode alike.
 #include "attention_schedule.h"
 
+#include <algorithm>
+
 namespace attngen {
 
 using namespace Halide;
@@ -18,7 +20,9 @@ GpuScheduleParams default_gpu_params(ShapeClass shape) {
     if (shape == ShapeClass::Prefill) {
         params.blocking = {8, 32, Merge::TwoPass};
     } else {
-        params.blocking = {1, 64, Merge::TwoPass};
+        // 32 keys per chunk: K and V tiles of D = 128 take 32 KB of shared memory (the 48 KB cap of a
+        // block under Halide 14's CUDA runtime; 64 keys asked for 64 KB and every launch failed).
+        params.blocking = {1, 32, Merge::TwoPass};
     }
     return params;
 }
@@ -27,27 +31,47 @@ namespace {
 
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
-// Threads over (first, second) arguments of a stage; the first is split so that at most
-// `lanes` threads run along it (the rest of it runs serially inside each thread).
-void threads_over(Stage stage, const VarOrRVar &first, const VarOrRVar &second, int lanes, const std::string &tag) {
-    Var outer(tag + "_outer"), inner(tag + "_lane");
-    stage.split(first, outer, inner, lanes, kGuard).reorder(outer, inner, second).gpu_threads(inner, second);
+// A block's thread count is the largest extent its thread loops take over all blocks. Halide bounds
+// an extent such as "the keys of chunk c that tile t can see" by interval arithmetic over c and t,
+// which loses their correlation and yields bounds that grow with Lk (PoCL refused launches beyond
+// ~128 keys with CL_INVALID_WORK_GROUP_SIZE; CUDA caps blocks at 1024 threads). So every thread loop
+// is the inner part of a split by a constant; the outer part runs serially inside each thread.
+constexpr int kKeyThreads = 16;     // threads over keys (or chunks, or relative positions)
+constexpr int kRowThreadsCap = 16;  // threads over a block's query rows, at most
+
+int row_threads(const GpuScheduleParams &p) {
+    return std::min(p.blocking.query_tile, kRowThreadsCap);
+}
+
+// Threads over (first, second) arguments of a stage, `first_lanes` x `second_lanes` of them; returns
+// the innermost (serial) loop, where per-element producers go.
+Var threads_over(Stage stage, const VarOrRVar &first, const VarOrRVar &second, int first_lanes, int second_lanes,
+                 const std::string &tag) {
+    Var first_outer(tag + "_x_outer"), first_lane(tag + "_x_lane");
+    Var second_outer(tag + "_y_outer"), second_lane(tag + "_y_lane");
+    stage.split(first, first_outer, first_lane, first_lanes, kGuard)
+        .split(second, second_outer, second_lane, second_lanes, kGuard)
+        .reorder(first_outer, second_outer, first_lane, second_lane)
+        .gpu_threads(first_lane, second_lane);
+    return first_outer;
+}
+
+void threads_over(Stage stage, const VarOrRVar &only, int lanes, const std::string &tag) {
+    Var outer(tag + "_outer"), lane(tag + "_lane");
+    stage.split(only, outer, lane, lanes, kGuard).reorder(outer, lane).gpu_threads(lane);
 }
 
 // A Func computed inside a block, in shared memory, threads over its first two arguments.
-void block_local(Func f, const LoopLevel &at, int lanes) {
+void block_local(Func f, const LoopLevel &at, int first_lanes, int second_lanes) {
     std::vector<Var> args = f.args();
     f.compute_at(at);
-    if (args.size() >= 2) {
-        threads_over(f, args[0], args[1], lanes, f.name() + "_t");
-    } else {
-        f.gpu_threads(args[0]);
-    }
-    for (int u = 0; u < f.num_update_definitions(); u++) {
+    for (int u = -1; u < f.num_update_definitions(); u++) {
+        Stage stage = u < 0 ? Stage(f) : Stage(f.update(u));
+        const std::string tag = f.name() + (u < 0 ? "_t" : "_u" + std::to_string(u));
         if (args.size() >= 2) {
-            threads_over(f.update(u), args[0], args[1], lanes, f.name() + "_u" + std::to_string(u));
+            threads_over(stage, args[0], args[1], first_lanes, second_lanes, tag);
         } else {
-            f.update(u).gpu_threads(args[0]);
+            threads_over(stage, args[0], first_lanes * second_lanes, tag);
         }
     }
 }
@@ -73,15 +97,18 @@ void own_kernel(Func f) {
     }
 }
 
-void schedule_helpers(AttentionStages &s, const LoopLevel &chunk_level, int lanes) {
+void schedule_helpers(AttentionStages &s, const LoopLevel &chunk_level, const GpuScheduleParams &p) {
     for (HelperStage &helper : s.helpers) {
         // A contraction's copy stays inline; its product is the stage (operands inline).
         Func f = helper.is_contraction ? helper.product : helper.func;
         if (helper.placement == Placement::PerCall) {
             own_kernel(f);
         } else {
-            // Per-tile rows are recomputed per chunk: shared memory holds only what a chunk needs.
-            block_local(f, chunk_level, lanes);
+            // Per-tile rows are recomputed per chunk, in global memory (a slice per block): their
+            // extent is a scheme parameter (DeBERTa's 2 x span relative positions per row), and
+            // Halide 14's CUDA runtime cannot opt a kernel in to more than 48 KB of shared memory.
+            block_local(f, chunk_level, p.threads_d, kKeyThreads);
+            f.store_in(MemoryType::Heap);
         }
     }
     if (s.transforms_key) own_kernel(s.key);
@@ -89,25 +116,30 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &chunk_level, int lane
 
 // The stages of one (tile, chunk) block, computed at `chunk_level` in shared memory.
 void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuScheduleParams &p, bool stage_kv) {
-    const int lanes = p.threads_d;
-    block_local(s.query_tile, chunk_level, lanes);
-    s.scores.compute_at(chunk_level).reorder(s.jj, s.ii).gpu_threads(s.jj, s.ii);
-    s.qk.compute_at(s.scores, s.jj);  // a per-thread dot product
+    const int lanes = p.threads_d, rows = row_threads(p);
+    block_local(s.query_tile, chunk_level, lanes, rows);
+    s.scores.compute_at(chunk_level);
+    const Var per_score = threads_over(s.scores, s.jj, s.ii, kKeyThreads, rows, "scores");
+    s.qk.compute_at(s.scores, per_score);  // a per-thread dot product
     if (stage_kv) {
         // K and V tiles of the chunk in shared memory, loaded cooperatively.
-        block_local(s.key.in(s.qk), chunk_level, lanes);
-        block_local(s.value.in(s.chunk_acc), chunk_level, lanes);
+        block_local(s.key.in(s.qk), chunk_level, lanes, kKeyThreads);
+        block_local(s.value.in(s.chunk_acc), chunk_level, lanes, kKeyThreads);
     }
-    s.chunk_max.compute_at(chunk_level).gpu_threads(s.ii);
-    s.chunk_max.update().gpu_threads(s.ii);
-    s.probs.compute_at(chunk_level).reorder(s.jj, s.ii).gpu_threads(s.jj, s.ii);
-    s.chunk_sum.compute_at(chunk_level).gpu_threads(s.ii);
-    s.chunk_sum.update().gpu_threads(s.ii);
-    block_local(s.chunk_acc, chunk_level, lanes);
+    for (Func row_reduction : {s.chunk_max, s.chunk_sum}) {
+        row_reduction.compute_at(chunk_level);
+        threads_over(row_reduction, s.ii, rows, row_reduction.name() + "_t");
+        threads_over(row_reduction.update(), s.ii, rows, row_reduction.name() + "_u");
+    }
+    s.probs.compute_at(chunk_level);
+    threads_over(s.probs, s.jj, s.ii, kKeyThreads, rows, "probs");
+    block_local(s.chunk_acc, chunk_level, lanes, rows);
     if (s.has_value_term) {
-        s.value_tails.compute_at(chunk_level).gpu_threads(s.ii);
-        s.value_tails.update().gpu_threads(s.ii);
-        s.value_hist.compute_at(chunk_level).reorder(s.r, s.ii).gpu_threads(s.r, s.ii);
+        s.value_tails.compute_at(chunk_level);
+        threads_over(s.value_tails, s.ii, rows, "value_tails_t");
+        threads_over(s.value_tails.update(), s.ii, rows, "value_tails_u");
+        s.value_hist.compute_at(chunk_level);
+        threads_over(s.value_hist, s.r, s.ii, kKeyThreads, rows, "value_hist");
     }
 }
 
@@ -127,11 +159,11 @@ OutputLoops schedule_output_gpu(Func output, const GpuScheduleParams &params, Sh
 
 void schedule_variant_gpu(AttentionStages &s, Func output, const OutputLoops &loops, const GpuScheduleParams &p,
                           ShapeClass shape, bool fixed_head_dim) {
-    const int lanes = p.threads_d;
+    const int lanes = p.threads_d, rows = row_threads(p);
     if (s.blocking.merge == Merge::Online) {
         LoopLevel block_level(output, loops.tile);
         s.online_state.compute_at(block_level);
-        threads_over(s.online_state, s.d, s.ii, lanes, "state");
+        threads_over(s.online_state, s.d, s.ii, lanes, rows, "state");
         Var d_outer("state_rc_outer"), d_lane("state_rc_lane");
         s.online_state.update()
             .split(s.d, d_outer, d_lane, lanes, kGuard)
@@ -139,7 +171,7 @@ void schedule_variant_gpu(AttentionStages &s, Func output, const OutputLoops &lo
             .gpu_threads(d_lane, s.ii);
         LoopLevel chunk_level(s.online_state, s.rc);
         schedule_chunk(s, chunk_level, p, fixed_head_dim);
-        schedule_helpers(s, chunk_level, lanes);
+        schedule_helpers(s, chunk_level, p);
     } else {
         // Split-K: partial states per (chunk, tile, head x batch) block, merged per output block.
         Var hb("state_hb"), d_outer("state_d_outer"), d_lane("state_d_lane");
@@ -151,15 +183,19 @@ void schedule_variant_gpu(AttentionStages &s, Func output, const OutputLoops &lo
             .gpu_threads(d_lane, s.ii);
         LoopLevel chunk_level(s.chunk_state, s.c);
         schedule_chunk(s, chunk_level, p, fixed_head_dim);
-        schedule_helpers(s, chunk_level, lanes);
+        schedule_helpers(s, chunk_level, p);
 
         LoopLevel block_level(output, loops.tile);
-        s.row_max.compute_at(block_level).gpu_threads(s.ii);
-        s.row_max.update().gpu_threads(s.ii);
-        s.chunk_weight.compute_at(block_level).reorder(s.c, s.ii).gpu_threads(s.c, s.ii);
-        s.row_sum.compute_at(block_level).gpu_threads(s.ii);
-        s.row_sum.update().gpu_threads(s.ii);
-        block_local(s.row_acc, block_level, lanes);
+        for (Func row_reduction : {s.row_max, s.row_sum}) {
+            row_reduction.compute_at(block_level);
+            threads_over(row_reduction, s.ii, rows, row_reduction.name() + "_t");
+            threads_over(row_reduction.update(), s.ii, rows, row_reduction.name() + "_u");
+        }
+        // One weight per (chunk, row): Lk / key_chunk of them per row, in global memory so that
+        // long sequences do not outgrow shared memory.
+        s.chunk_weight.compute_at(block_level).store_in(MemoryType::Heap);
+        threads_over(s.chunk_weight, s.c, s.ii, kKeyThreads, rows, "chunk_weight");
+        block_local(s.row_acc, block_level, lanes, rows);
     }
     (void)shape;
 }

@@ -220,6 +220,30 @@ TEST_CASE("devices: OpenCL matches CPU, xpos", "[devices][opencl][xpos]") {
     check_random_cases(ATTNGEN_SCHEME_XPOS, 9700, {8, 16, 64});
 }
 
+// Benchmark-sized problems of every scheme on a device: dozens of key chunks per row, D = 128, and a
+// DeBERTa span as in DeBERTa-v3 (256). Small random cases missed two launch failures: thread counts
+// that grew with Lk, and shared memory beyond a CUDA block's 48 KB (64-key decode chunks of D = 128;
+// DeBERTa's per-row 2 x span products).
+static void check_long_cases(attngen_device device) {
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    uint64_t seed = 9700;
+    for (attngen_scheme scheme : schemes) {
+        AttnCase prefill = small(1, 2, 1, 70, 600, 128, seed, ATTNGEN_MASK_CAUSAL);
+        set_random_scheme(prefill, scheme, seed++);
+        if (scheme == ATTNGEN_SCHEME_DEBERTA) set_deberta(prefill, 256, 0, 0, seed);
+        check_device_matches_cpu(prefill, device);
+        AttnCase decode = small(1, 4, 2, 1, 4096, 128, seed, ATTNGEN_MASK_NONE);
+        set_random_scheme(decode, scheme, seed++);
+        check_device_matches_cpu(decode, device);
+    }
+}
+
+TEST_CASE("devices: OpenCL at benchmark-sized key ranges, every scheme", "[devices][opencl][long]") {
+    if (require_opencl()) check_long_cases(ATTNGEN_DEVICE_OPENCL);
+}
+
 TEST_CASE("devices: OpenCL with strided views (packed innermost stride, transposed heads)",
           "[devices][opencl][strided]") {
     if (!require_opencl()) return;
@@ -268,4 +292,5 @@ TEST_CASE("devices: CUDA matches CPU where a GPU is present", "[devices][cuda]")
             check_device_matches_cpu(c, ATTNGEN_DEVICE_CUDA);
         }
     }
+    check_long_cases(ATTNGEN_DEVICE_CUDA);
 }

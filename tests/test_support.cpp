@@ -283,6 +283,10 @@ void set_random_scheme(AttnCase &c, attngen_scheme scheme, uint64_t seed) {
             c.rope.low_freq_factor = 1;
             c.rope.high_freq_factor = 4;
             c.rope.original_max_position_embeddings = pick(16, 128);
+            const int effective_rot = rot == 0 ? c.head_dim : rot;
+            if (c.rope.scaling == ATTNGEN_ROPE_SCALING_DYNAMIC_NTK && effective_rot <= 2) {
+                c.rope.scaling = ATTNGEN_ROPE_SCALING_LINEAR;  // dynamic NTK rejects one pair (base^inf)
+            }
             break;
         }
         case ATTNGEN_SCHEME_XPOS:

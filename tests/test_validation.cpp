@@ -696,6 +696,13 @@ TEST_CASE("validation: rope parameters", "[validation][rope]") {
         h.c.rope.factor = 4;
         h.refresh();
         expect_invalid(h, {"rope", "yarn", "original_max_position_embeddings"});
+        Fixture one_pair;  // dynamic NTK's base exponent rot_dim / (rot_dim - 2) is infinite
+        set_rope(one_pair.c, ATTNGEN_ROPE_HALF, 2);
+        one_pair.c.rope.scaling = ATTNGEN_ROPE_SCALING_DYNAMIC_NTK;
+        one_pair.c.rope.factor = 2;
+        one_pair.c.rope.max_position_embeddings = 4;
+        one_pair.refresh();
+        expect_invalid(one_pair, {"rope", "dynamic NTK", "rot_dim > 2"});
     }
     SECTION("position ids of the wrong shape") {
         Fixture f;

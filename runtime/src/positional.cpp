@@ -128,6 +128,10 @@ void check_rope_params(const attngen_rope_params &rope, int head_dim) {
     if (rope.scaling == ATTNGEN_ROPE_SCALING_DYNAMIC_NTK && rope.max_position_embeddings <= 0) {
         invalid("rope: dynamic NTK needs max_position_embeddings > 0");
     }
+    if (rope.scaling == ATTNGEN_ROPE_SCALING_DYNAMIC_NTK && rot_dim <= 2) {
+        // Its base grows by (...)^(rot_dim / (rot_dim - 2)): infinite for one pair of channels.
+        invalid("rope: dynamic NTK needs rot_dim > 2, got " + std::to_string(rot_dim));
+    }
     if (rope.scaling == ATTNGEN_ROPE_SCALING_LLAMA3) {
         check_finite(rope.low_freq_factor, "rope.low_freq_factor");
         check_finite(rope.high_freq_factor, "rope.high_freq_factor");
