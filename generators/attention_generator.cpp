@@ -41,6 +41,10 @@ public:
     GeneratorParam<int> split_keys{"split_keys", -1};
     GeneratorParam<int> trim_chunk_keys{"trim_chunk_keys", -1};
     GeneratorParam<int> gpu_threads_d{"gpu_threads_d", 0};
+    GeneratorParam<int> gpu_qk_tile_keys{"gpu_qk_tile_keys", 0};
+    GeneratorParam<int> gpu_qk_tile_rows{"gpu_qk_tile_rows", 0};
+    GeneratorParam<int> gpu_pv_tile_d{"gpu_pv_tile_d", 0};
+    GeneratorParam<int> gpu_pv_tile_rows{"gpu_pv_tile_rows", 0};
     // Merge of the key chunks: twopass (default) or online; empty keeps the schedule's choice.
     GeneratorParam<std::string> merge{"merge", ""};
 
@@ -102,6 +106,10 @@ public:
         const ShapeClass shape = parse_shape_class(shape_class);
         GpuScheduleParams gpu = default_gpu_params(shape);
         if (gpu_threads_d > 0) gpu.threads_d = gpu_threads_d;
+        if (gpu_qk_tile_keys > 0) gpu.qk_tile_keys = gpu_qk_tile_keys;
+        if (gpu_qk_tile_rows > 0) gpu.qk_tile_rows = gpu_qk_tile_rows;
+        if (gpu_pv_tile_d > 0) gpu.pv_tile_d = gpu_pv_tile_d;
+        if (gpu_pv_tile_rows > 0) gpu.pv_tile_rows = gpu_pv_tile_rows;
         if (query_tile > 0) gpu.blocking.query_tile = query_tile;
         if (key_chunk > 0) gpu.blocking.key_chunk = key_chunk;
         if (!merge.value().empty()) gpu.blocking.merge = parse_merge(merge);

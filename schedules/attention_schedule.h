@@ -29,6 +29,11 @@ struct CpuScheduleParams {
 struct GpuScheduleParams {
     Blocking blocking{16, 64};
     int threads_d = 16;  // threads over channels in the P.V stage
+    // Scores each thread computes, keys x rows: a register tile of the Q.K product (1 x 1: none).
+    int qk_tile_keys = 1, qk_tile_rows = 1;
+    // Outputs each thread accumulates in P.V, channels x rows, in registers (1 x 1: in shared memory).
+    // Fixed head dims only (the channel tile must divide D).
+    int pv_tile_d = 1, pv_tile_rows = 1;
 };
 
 CpuScheduleParams default_cpu_params(ShapeClass shape);

@@ -17,12 +17,23 @@ GpuScheduleParams default_gpu_params(ShapeClass shape) {
     // in global memory, merged by a second kernel. The online form (state in shared memory across
     // the block's serial chunk loop) compiles but computes wrong row sums on Halide 14 + PoCL (see
     // README, Known limits); it stays selectable with merge=online for investigation.
+    // Chosen by kernel-only sweeps on an H200 (bench/gpu_sweep/; results in bench/results/
+    // gpu-2026-11-30_*_sweep.txt). Prefill: 16-row tiles (1.10-1.18x over 8), each thread computing a
+    // 2-key x 4-row tile of scores and a 4-channel x 4-row tile of P.V in registers: 1.78-1.91x over
+    // the first schedule (8-row tiles, one score and one output per thread) on every benchmark shape.
+    // 64-key chunks would gain more at D = 64, but K and V tiles of D = 128 would then need 64 KB of
+    // shared memory, over the 48 KB a block gets under Halide 14's CUDA runtime. Decode: 32 threads
+    // over channels, 4 channels each in registers, 1.22x.
     if (shape == ShapeClass::Prefill) {
-        params.blocking = {8, 32, Merge::TwoPass};
+        params.blocking = {16, 32, Merge::TwoPass};
+        params.qk_tile_keys = 2;
+        params.qk_tile_rows = 4;
+        params.pv_tile_d = 4;
+        params.pv_tile_rows = 4;
     } else {
-        // 32 keys per chunk: K and V tiles of D = 128 take 32 KB of shared memory (the 48 KB cap of a
-        // block under Halide 14's CUDA runtime; 64 keys asked for 64 KB and every launch failed).
         params.blocking = {1, 32, Merge::TwoPass};
+        params.threads_d = 32;
+        params.pv_tile_d = 4;
     }
     return params;
 }
@@ -115,12 +126,30 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &chunk_level, const Gp
 }
 
 // The stages of one (tile, chunk) block, computed at `chunk_level` in shared memory.
-void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuScheduleParams &p, bool stage_kv) {
+void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuScheduleParams &p, bool stage_kv,
+                    bool pv_in_registers) {
     const int lanes = p.threads_d, rows = row_threads(p);
     block_local(s.query_tile, chunk_level, lanes, rows);
     s.scores.compute_at(chunk_level);
-    const Var per_score = threads_over(s.scores, s.jj, s.ii, kKeyThreads, rows, "scores");
-    s.qk.compute_at(s.scores, per_score);  // a per-thread dot product
+    if (p.qk_tile_keys * p.qk_tile_rows == 1) {
+        const Var per_score = threads_over(s.scores, s.jj, s.ii, kKeyThreads, rows, "scores");
+        s.qk.compute_at(s.scores, per_score);  // a per-thread dot product
+    } else {
+        // Each thread computes a keys x rows tile of scores, its dot products accumulated in registers
+        // with the channel loop outside: a q and a k value read from shared memory feed several FMAs.
+        Var key_tile("scores_key_tile"), key_in_tile("scores_key_in_tile");
+        Var row_tile("scores_row_tile"), row_in_tile("scores_row_in_tile");
+        s.scores.split(s.jj, key_tile, key_in_tile, p.qk_tile_keys, kGuard)
+            .split(s.ii, row_tile, row_in_tile, p.qk_tile_rows, kGuard)
+            .reorder(key_in_tile, row_in_tile, key_tile, row_tile)
+            .unroll(key_in_tile)
+            .unroll(row_in_tile);
+        const Var per_tile = threads_over(s.scores, key_tile, row_tile, std::max(1, kKeyThreads / p.qk_tile_keys),
+                                          std::max(1, rows / p.qk_tile_rows), "scores");
+        s.qk.compute_at(s.scores, per_tile).store_in(MemoryType::Register);
+        s.qk.update().reorder(s.jj, s.ii, s.rd).unroll(s.jj).unroll(s.ii);
+        s.qk.unroll(s.jj).unroll(s.ii);
+    }
     if (stage_kv) {
         // K and V tiles of the chunk in shared memory, loaded cooperatively.
         block_local(s.key.in(s.qk), chunk_level, lanes, kKeyThreads);
@@ -133,7 +162,7 @@ void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuS
     }
     s.probs.compute_at(chunk_level);
     threads_over(s.probs, s.jj, s.ii, kKeyThreads, rows, "probs");
-    block_local(s.chunk_acc, chunk_level, lanes, rows);
+    if (!pv_in_registers) block_local(s.chunk_acc, chunk_level, lanes, rows);
     if (s.has_value_term) {
         s.value_tails.compute_at(chunk_level);
         threads_over(s.value_tails, s.ii, rows, "value_tails_t");
@@ -170,19 +199,44 @@ void schedule_variant_gpu(AttentionStages &s, Func output, const OutputLoops &lo
             .reorder(d_outer, d_lane, s.ii, s.rc)
             .gpu_threads(d_lane, s.ii);
         LoopLevel chunk_level(s.online_state, s.rc);
-        schedule_chunk(s, chunk_level, p, fixed_head_dim);
+        schedule_chunk(s, chunk_level, p, fixed_head_dim, false);
         schedule_helpers(s, chunk_level, p);
     } else {
         // Split-K: partial states per (chunk, tile, head x batch) block, merged per output block.
         Var hb("state_hb"), d_outer("state_d_outer"), d_lane("state_d_lane");
-        s.chunk_state.compute_root()
-            .fuse(s.h, s.b, hb)
-            .split(s.d, d_outer, d_lane, lanes, kGuard)
-            .reorder(d_outer, d_lane, s.ii, s.c, s.it, hb)
-            .gpu_blocks(s.c, s.it, hb)
-            .gpu_threads(d_lane, s.ii);
+        const bool pv_in_registers = fixed_head_dim && p.pv_tile_d * p.pv_tile_rows > 1;
+        s.chunk_state.compute_root().fuse(s.h, s.b, hb);
+        if (pv_in_registers) {
+            // Each thread accumulates a channels x rows tile of P.V in registers, the key loop outside:
+            // a probability and a V value read from shared memory feed several FMAs.
+            Var d_tile("state_d_tile"), d_in("state_d_in"), row_tile("state_row_tile"), row_in("state_row_in");
+            s.chunk_state.split(s.d, d_tile, d_in, p.pv_tile_d, kGuard)
+                .split(s.ii, row_tile, row_in, p.pv_tile_rows, kGuard)
+                .reorder(d_in, row_in, d_tile, row_tile, s.c, s.it, hb)
+                .unroll(d_in)
+                .unroll(row_in)
+                .gpu_blocks(s.c, s.it, hb);
+            const Var per_tile =
+                threads_over(s.chunk_state, d_tile, row_tile, lanes, std::max(1, rows / p.pv_tile_rows), "state");
+            s.chunk_acc.compute_at(s.chunk_state, per_tile)
+                .store_in(MemoryType::Register)
+                .bound_extent(s.d, p.pv_tile_d)
+                .bound_extent(s.ii, p.pv_tile_rows)
+                .bound_extent(s.c, 1)
+                .bound_extent(s.it, 1)
+                .bound_extent(s.h, 1)
+                .bound_extent(s.b, 1);
+            s.chunk_acc.unroll(s.d).unroll(s.ii);
+            s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).unroll(s.d).unroll(s.ii);
+            if (s.has_value_term) s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).unroll(s.d).unroll(s.ii);
+        } else {
+            s.chunk_state.split(s.d, d_outer, d_lane, lanes, kGuard)
+                .reorder(d_outer, d_lane, s.ii, s.c, s.it, hb)
+                .gpu_blocks(s.c, s.it, hb)
+                .gpu_threads(d_lane, s.ii);
+        }
         LoopLevel chunk_level(s.chunk_state, s.c);
-        schedule_chunk(s, chunk_level, p, fixed_head_dim);
+        schedule_chunk(s, chunk_level, p, fixed_head_dim, pv_in_registers);
         schedule_helpers(s, chunk_level, p);
 
         LoopLevel block_level(output, loops.tile);
