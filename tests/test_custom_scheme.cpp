@@ -72,9 +72,8 @@ TEST_CASE("custom scheme: kerple matches its formula through the named-input API
                 INFO(c.describe() << " status " << status.message);
                 REQUIRE(status.ok());
                 // The automatic device: the CPU here, CUDA where a GPU and CUDA kernels are present.
-                const bool cuda = build_has_device("cuda") && attngen_device_available(ATTNGEN_DEVICE_CUDA);
-                CHECK(std::string(info.kernel) ==
-                      std::string("attngen_kerple_") + (q_len == 1 ? "decode" : "prefill") + (cuda ? "_cuda" : "_cpu"));
+                CHECK(std::string(info.kernel) == std::string("attngen_kerple_") + (q_len == 1 ? "decode" : "prefill") +
+                                                      (cuda_runs_here() ? "_cuda" : "_cpu"));
                 CHECK_CLOSE(out, kerple_reference(c, r1, r2), kAtol, kRtol);
             }
         }

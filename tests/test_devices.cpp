@@ -82,8 +82,7 @@ TEST_CASE("devices: OpenCL is available (PoCL)", "[devices][opencl]") {
 TEST_CASE("devices: automatic device selection resolves to the CPU here", "[devices]") {
     // PoCL is a CPU OpenCL device, not a GPU, and there is no CUDA device here: auto picks the CPU
     // kernels. (Where a CUDA GPU and CUDA kernels are present, auto picks CUDA.)
-    const bool cuda = build_has_device("cuda") && attngen_device_available(ATTNGEN_DEVICE_CUDA);
-    const std::string expected_device = cuda ? "cuda" : "cpu";
+    const std::string expected_device = cuda_runs_here() ? "cuda" : "cpu";
     for (int Lq : {1, 6}) {
         AttnCase c = small(1, 2, 2, Lq, 6, 16, 600 + Lq, ATTNGEN_MASK_CAUSAL);
         c.device = ATTNGEN_DEVICE_AUTO;
@@ -278,7 +277,7 @@ TEST_CASE("devices: OpenCL with strided views (packed innermost stride, transpos
 
 TEST_CASE("devices: CUDA matches CPU where a GPU is present", "[devices][cuda]") {
     // CI machines have no GPU: there the unavailable-device error is checked in test_validation.cpp.
-    if (!build_has_device("cuda") || !attngen_device_available(ATTNGEN_DEVICE_CUDA)) {
+    if (!cuda_runs_here()) {
         WARN("no CUDA kernels in this build or no CUDA device: CUDA-vs-CPU comparison not run");
         return;
     }

@@ -603,4 +603,8 @@ bool build_has_device(const std::string &device) {
     return list.find(" " + device + "\n") != std::string::npos;
 }
 
+bool cuda_runs_here() {
+    return build_has_device("cuda") && attngen_device_available(ATTNGEN_DEVICE_CUDA);
+}
+
 }  // namespace attngen::test

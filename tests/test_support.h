@@ -143,6 +143,9 @@ double max_rel_error(const std::vector<float> &got, const std::vector<double> &w
 // Whether a kernel for a device is in this build (attngen_kernel_list mentions it).
 bool build_has_device(const std::string &device);
 
+// Whether CUDA kernels are built and a CUDA device is present: where the automatic device is CUDA.
+bool cuda_runs_here();
+
 constexpr double kAtol = 1e-4, kRtol = 1e-4;
 
 }  // namespace attngen::test
