@@ -107,19 +107,27 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
 
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
-    s.rj = RDom(0, chunk, "rj");
-    Expr rj_key = chunk_start + s.rj;
-    Expr visible_rj = s.rj;
-    if (blocking.trim_chunk_keys) {
-        s.rj.where(rj_key >= s.key_begin(it, b) && rj_key < s.key_end(it, b));
+    // A key loop over the chunk, trimmed (when the blocking asks) to the keys the tile can see, and
+    // further to the chunks where `only_if` holds; returns the loop's key within the chunk.
+    auto visible_keys = [&](RDom &keys, const Expr &only_if) -> Expr {
+        Expr key = chunk_start + keys;
+        if (!blocking.trim_chunk_keys) {
+            if (only_if.defined()) keys.where(only_if);
+            return keys;
+        }
+        Expr visible = key >= s.key_begin(it, b) && key < s.key_end(it, b);
+        keys.where(only_if.defined() ? only_if && visible : visible);
         // The predicate alone does not bound what bounds inference asks of the scores and
         // probabilities: promising the key within the visible 16-key groups (which the predicate
         // guarantees) makes a diagonal, windowed or padded chunk compute only those groups.
         const int group = kVisibleKeyGroup;
         Expr first = clamp(s.key_begin(it, b) - chunk_start, 0, chunk - 1) / group * group;
         Expr last = clamp((s.key_end(it, b) - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
-        visible_rj = unsafe_promise_clamped(s.rj, first, last);
-    }
+        return unsafe_promise_clamped(keys, first, last);
+    };
+    s.rj = RDom(0, chunk, "rj");
+    Expr rj_key = chunk_start + s.rj;
+    Expr visible_rj = visible_keys(s.rj, Expr());
     s.chunk_max = Func("chunk_max");
     s.chunk_max(ii, c, it, h, b) = kMaskedScore;
     s.chunk_max(ii, c, it, h, b) = max(s.chunk_max(ii, c, it, h, b), s.scores(ii, visible_rj, c, it, h, b));
@@ -140,26 +148,68 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {
         ValueTerm vt = scheme.value_term(p);
-        // Probability mass per clipped distance r - clip of the chunk's visible keys: the one key at
-        // each interior distance (a gather, no scatter), the tails summed into rows 0 and 2 clip.
-        Expr visible_begin = max(s.key_begin(it, b), chunk_start),
-             visible_end = min(s.key_end(it, b), chunk_start + chunk);
-        Expr key_at_r = p.query_position(row) + r - vt.clip;
-        Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
-        Expr interior =
-            select(key_at_r >= visible_begin && key_at_r < visible_end, s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
-        Expr distance = rj_key - p.query_position(row);
-        s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
-        s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
-        Expr prob = s.probs(ii, visible_rj, c, it, h, b);
-        s.value_tails(ii, c, it, h, b) =
-            Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
-                  s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
-        s.value_hist = Func("value_hist");
-        s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0], r == 2 * vt.clip,
-                                                  s.value_tails(ii, c, it, h, b)[1], interior);
-        s.rr = RDom(0, 2 * vt.clip + 1, "rr");
-        s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
+        if (!blocking.value_term_by_band) {
+            // Probability mass per clipped distance r - clip of the chunk's visible keys: the one key
+            // at each interior distance (a gather, no scatter), the tails summed into rows 0 and 2 clip.
+            Expr visible_begin = max(s.key_begin(it, b), chunk_start),
+                 visible_end = min(s.key_end(it, b), chunk_start + chunk);
+            Expr key_at_r = p.query_position(row) + r - vt.clip;
+            Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
+            Expr interior = select(key_at_r >= visible_begin && key_at_r < visible_end,
+                                   s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
+            Expr distance = rj_key - p.query_position(row);
+            s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
+            s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
+            Expr prob = s.probs(ii, visible_rj, c, it, h, b);
+            s.value_tails(ii, c, it, h, b) =
+                Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
+                      s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
+            s.value_hist = Func("value_hist");
+            s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0], r == 2 * vt.clip,
+                                                      s.value_tails(ii, c, it, h, b)[1], interior);
+            s.rr = RDom(0, 2 * vt.clip + 1, "rr");
+            s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
+        } else {
+            // Distances j - p_i between the tile's rows and the keys it sees in this chunk lie in
+            // [nearest, farthest]. A chunk wholly at <= -clip or >= clip (most chunks, when clip is small
+            // against the sequence) puts all its mass in one end row of the table: its sum, with no work
+            // per score. Only a chunk that meets the band |j - p_i| < clip sums its tails per score and
+            // gathers the probabilities of its interior distances, over the band rows it can reach.
+            Expr visible_begin = max(s.key_begin(it, b), chunk_start),
+                 visible_end = min(s.key_end(it, b), chunk_start + chunk);
+            Expr nearest = visible_begin - p.query_position(last_row);
+            Expr farthest = visible_end - 1 - p.query_position(first_row);
+            Expr all_left = farthest <= -vt.clip, all_right = nearest >= vt.clip;
+            Expr meets_band = !all_left && !all_right;
+
+            s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
+            s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
+            RDom tail_keys(0, chunk, "tail_keys");
+            Expr tail_key = visible_keys(tail_keys, meets_band);
+            Expr distance = chunk_start + tail_key - p.query_position(row);
+            Expr prob = s.probs(ii, tail_key, c, it, h, b);
+            s.value_tails(ii, c, it, h, b) =
+                Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
+                      s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
+            Expr chunk_sum = s.chunk_sum(ii, c, it, h, b);
+            Expr left_mass = select(all_left, chunk_sum, s.value_tails(ii, c, it, h, b)[0]);
+            Expr right_mass = select(all_right, chunk_sum, s.value_tails(ii, c, it, h, b)[1]);
+            s.chunk_acc(d, ii, c, it, h, b) +=
+                left_mass * vt.table(d, 0, h, b) + right_mass * vt.table(d, 2 * vt.clip, h, b);
+
+            // Interior distance r - clip (0 < r < 2 clip): the one key at that distance, if visible.
+            Expr key_at_r = p.query_position(row) + r - vt.clip;
+            Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
+            s.value_hist = Func("value_hist");
+            s.value_hist(r, ii, c, it, h, b) = select(key_at_r >= visible_begin && key_at_r < visible_end,
+                                                      s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
+            Expr band_first = clamp(vt.clip + nearest, 1, 2 * vt.clip - 1);
+            Expr band_last = clamp(vt.clip + farthest, band_first, 2 * vt.clip - 1);
+            s.rr = RDom(1, 2 * vt.clip - 1, "rr");
+            s.rr.where(meets_band && s.rr >= band_first && s.rr <= band_last);
+            Expr band_row = unsafe_promise_clamped(s.rr, band_first, band_last);
+            s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(band_row, ii, c, it, h, b) * vt.table(d, band_row, h, b);
+        }
     }
 
     Expr chunk_count = (p.k_len + (chunk - 1)) / chunk;

@@ -46,6 +46,11 @@ struct Blocking {
     // chunks). Off, a partially visible chunk is computed whole and masked: cheaper per key when a
     // tile has a single row (decode), where the trimming tests cannot be amortized over rows.
     bool trim_chunk_keys = true;
+    // Value term (Shaw's aV) by band: a chunk wholly at <= -clip or >= clip adds one end row of the
+    // table (its probability sum) and only chunks meeting the band |j - p_i| < clip form the interior
+    // histogram. Off: every chunk forms the whole (2 clip + 1)-row histogram and product (the GPU
+    // schedules: the banded form gave wrong values under PoCL, not yet understood).
+    bool value_term_by_band = true;
 };
 
 // Runtime controls shared by every scheme.
@@ -74,9 +79,11 @@ struct AttentionStages {
     Halide::Func chunk_max;                   // (ii, c, it, h, b)
     Halide::Func probs;                       // (ii, jj, c, it, h, b): exp(s - chunk max)
     Halide::Func chunk_sum;                   // (ii, c, it, h, b)
-    Halide::Func chunk_acc;                   // (d, ii, c, it, h, b): P.V (+ value term)
-    Halide::Func value_tails;  // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip (value term only)
-    Halide::Func value_hist;   // (r, ii, c, it, h, b): P per clipped distance; undefined without a value term
+    // (d, ii, c, it, h, b): P.V; a value term adds updates: by band, update 1 the two end rows of its
+    // table and update 2 the interior rows (over rr) the chunk can reach; otherwise update 1 all rows.
+    Halide::Func chunk_acc;
+    Halide::Func value_tails;  // (ii, c, it, h, b): Tuple of P summed beyond -clip / +clip
+    Halide::Func value_hist;   // (r, ii, c, it, h, b): P per table row; undefined without a value term
     // Two-pass merge:
     Halide::Func chunk_state;   // Tuple(acc, max, sum) over (d, ii, c, it, h, b)
     Halide::Func row_max;       // (ii, it, h, b)

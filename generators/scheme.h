@@ -76,11 +76,12 @@ struct AttentionProblem {
 
 // Value-side term (Shaw's aV): out_i += sum_j p_ij * table(d, clamp(j - p_i, -clip, clip) + clip, h, b),
 // with p the softmax: a table row per clipped relative distance. The kernel folds it into the P.V pass:
-// per row, the probability mass of each distance (one key per interior distance, the tails summed
-// into the end rows), then one small (2 clip + 1) x D product.
+// per row and key chunk, the probability mass of each distance (one key per interior distance, the
+// tails summed into the end rows) times the table rows. A chunk beyond the band |j - p_i| < clip costs
+// one end row (its whole mass); only chunks in the band touch interior rows.
 struct ValueTerm {
     Halide::Func table;  // (d, r, h, b), r in [0, 2 clip]
-    Halide::Expr clip;
+    Halide::Expr clip;   // >= 1
 };
 
 // One positional scheme. Every hook is optional: an absent hook adds nothing to the generated code.

@@ -205,27 +205,45 @@ void schedule_merge(AttentionStages &s, Func output, const OutputLoops &loops, i
     s.row_acc.update().reorder(s.d, s.ii, s.rc).vectorize(s.d, vw, guard);
 }
 
+// Channels of a transformed row (RoPE, xPos) vectorized; with a fixed head_dim the channel vectors
+// are unrolled, so each vector's pairing (which half, which partner) is a constant: plain loads, not
+// gathers. Specialized on the scheme's conditions (RoPE: rot_dim == head_dim).
+void schedule_transformed_rows(Func rows, const AttentionStages &s, int vw, bool fixed_head_dim) {
+    Var d_block("d_block"), d_lane("d_lane");
+    Var channel = rows.args()[0];
+    const auto *head_dim = s.head_dim.as<Internal::IntImm>();
+    if (fixed_head_dim && head_dim && head_dim->value % vw == 0) {
+        rows.split(channel, d_block, d_lane, vw).vectorize(d_lane).unroll(d_block);
+    } else {
+        rows.vectorize(channel, vw, TailStrategy::GuardWithIf);
+    }
+    for (const Expr &condition : s.transform_specializations)
+        rows.specialize(condition);
+}
+
 // Transformed keys (RoPE, xPos): once per call for prefill (every query tile reads every key), per
 // key chunk for decode (each key is read once: rotating it where it is used saves a pass over K).
-// With a fixed head_dim the channel vectors are unrolled, so each vector's pairing (which half,
-// which partner) is a constant: plain loads.
 void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel *per_chunk = nullptr) {
     if (!s.transforms_key) return;
-    Var g_b("g_b"), d_block("d_block"), d_lane("d_lane");
     std::vector<Var> args = s.key.args();  // (d, j, g, b)
     if (per_chunk) {
         s.key.compute_at(*per_chunk);
     } else {
+        Var g_b("g_b");
         s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
     }
-    const auto *head_dim = s.head_dim.as<Internal::IntImm>();
-    if (fixed_head_dim && head_dim && head_dim->value % vw == 0) {
-        s.key.split(args[0], d_block, d_lane, vw).vectorize(d_lane).unroll(d_block);
-    } else {
-        s.key.vectorize(args[0], vw, TailStrategy::GuardWithIf);
+    schedule_transformed_rows(s.key, s, vw, fixed_head_dim);
+}
+
+// The value term's updates of the P.V block: channels vectorized, table rows (if any) outermost.
+void schedule_value_term_updates(AttentionStages &s, int vw) {
+    for (int u = 1; u < s.chunk_acc.num_update_definitions(); u++) {
+        if (s.chunk_acc.rvars(u).empty()) {
+            s.chunk_acc.update(u).vectorize(s.d, vw, TailStrategy::GuardWithIf);
+        } else {
+            s.chunk_acc.update(u).reorder(s.d, s.ii, s.rr).vectorize(s.d, vw, TailStrategy::GuardWithIf);
+        }
     }
-    for (const Expr &condition : s.transform_specializations)
-        s.key.specialize(condition);
 }
 
 void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -243,8 +261,12 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 
     // Transformed queries (RoPE, xPos) per tile with channels vectorized: their tables are read
     // contiguously per row. Transforming inside the row-innermost tile below would gather every
-    // table entry across rows (16 % of a (1,8,512,512,64) RoPE call).
-    if (s.transforms_query) s.query.compute_at(output, loops.task).vectorize(s.query.args()[0], vw, guard);
+    // table entry across rows (16 % of a (1,8,512,512,64) RoPE call); so would a channel vector
+    // whose pairing is not a constant (RoPE unspecialized: 12-22 % of a small RoPE call).
+    if (s.transforms_query) {
+        s.query.compute_at(output, loops.task);
+        schedule_transformed_rows(s.query, s, vw, fixed_head_dim);
+    }
 
     // Query rows, stored row-innermost so the QK block loads a vector of rows per channel.
     s.query_tile.compute_at(output, loops.task)
@@ -339,7 +361,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         s.value_tails.compute_at(per_chunk).vectorize(s.ii, vw, guard);
         s.value_tails.update().vectorize(s.ii, vw, guard);
         s.value_hist.compute_at(per_chunk).reorder_storage(s.ii, s.r).reorder(s.ii, s.r).vectorize(s.ii, vw, guard);
-        s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).vectorize(s.d, vw, guard);
+        schedule_value_term_updates(s, vw);
     }
 
     schedule_key_transform(s, vw, fixed_head_dim);
@@ -408,7 +430,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     if (s.has_value_term) {
         s.value_tails.compute_at(per_chunk);
         s.value_hist.compute_at(per_chunk);
-        s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).vectorize(s.d, vw, guard);
+        schedule_value_term_updates(s, vw);
     }
 
     schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);

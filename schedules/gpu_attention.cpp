@@ -26,12 +26,14 @@ GpuScheduleParams default_gpu_params(ShapeClass shape) {
     // over channels, 4 channels each in registers, 1.22x.
     if (shape == ShapeClass::Prefill) {
         params.blocking = {16, 32, Merge::TwoPass};
+        params.blocking.value_term_by_band = false;
         params.qk_tile_keys = 2;
         params.qk_tile_rows = 4;
         params.pv_tile_d = 4;
         params.pv_tile_rows = 4;
     } else {
         params.blocking = {1, 32, Merge::TwoPass};
+        params.blocking.value_term_by_band = false;
         params.threads_d = 32;
         params.pv_tile_d = 4;
     }
@@ -228,7 +230,10 @@ void schedule_variant_gpu(AttentionStages &s, Func output, const OutputLoops &lo
                 .bound_extent(s.b, 1);
             s.chunk_acc.unroll(s.d).unroll(s.ii);
             s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).unroll(s.d).unroll(s.ii);
-            if (s.has_value_term) s.chunk_acc.update(1).reorder(s.d, s.ii, s.rr).unroll(s.d).unroll(s.ii);
+            for (int u = 1; u < s.chunk_acc.num_update_definitions(); u++) {  // the value term's
+                if (!s.chunk_acc.rvars(u).empty()) s.chunk_acc.update(u).reorder(s.d, s.ii, s.rr);
+                s.chunk_acc.update(u).unroll(s.d).unroll(s.ii);
+            }
         } else {
             s.chunk_state.split(s.d, d_outer, d_lane, lanes, kGuard)
                 .reorder(d_outer, d_lane, s.ii, s.c, s.it, hb)

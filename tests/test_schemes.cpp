@@ -303,6 +303,26 @@ TEST_CASE("shaw: sliding window and kv padding", "[schemes][shaw][padding]") {
     CHECK_MATCHES_REFERENCE(a);
 }
 
+// Sequences spanning several query tiles and key chunks with a small clip: most (tile, chunk) blocks lie
+// wholly at <= -K or >= K (their mass goes to one end row of aV), some meet the band |j - p_i| < K.
+TEST_CASE("shaw: long sequences with a small clip (blocks in a tail and in the band)", "[schemes][shaw][long]") {
+    AttnCase both_tails = base_case(1, 2, 2, 300, 520, 16, 252, ATTNGEN_MASK_NONE);
+    set_shaw(both_tails, 5, true);
+    CHECK_MATCHES_REFERENCE(both_tails);
+    AttnCase bottom_right = base_case(1, 2, 1, 200, 450, 64, 253, ATTNGEN_MASK_CAUSAL);
+    set_shaw(bottom_right, 16, true);
+    CHECK_MATCHES_REFERENCE(bottom_right);
+    AttnCase window = base_case(2, 2, 2, 260, 260, 16, 254, ATTNGEN_MASK_SLIDING_WINDOW);
+    window.window = 40;
+    window.kv_lengths = {260, 190};
+    set_shaw(window, 3, true);
+    CHECK_MATCHES_REFERENCE(window);
+    AttnCase decode = base_case(2, 2, 1, 1, 1100, 64, 255, ATTNGEN_MASK_CAUSAL);
+    decode.kv_lengths = {1100, 700};
+    set_shaw(decode, 8, true);
+    CHECK_MATCHES_REFERENCE(decode);
+}
+
 TEST_CASE("shaw: depends on relative position only (decode and chunk equal the full run)",
           "[schemes][shaw][property]") {
     AttnCase a = base_case(1, 2, 2, 27, 27, 16, 251, ATTNGEN_MASK_CAUSAL);
