@@ -148,25 +148,29 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {
         ValueTerm vt = scheme.value_term(p);
-        if (!blocking.value_term_by_band) {
-            // Probability mass per clipped distance r - clip of the chunk's visible keys: the one key
-            // at each interior distance (a gather, no scatter), the tails summed into rows 0 and 2 clip.
-            Expr visible_begin = max(s.key_begin(it, b), chunk_start),
-                 visible_end = min(s.key_end(it, b), chunk_start + chunk);
-            Expr key_at_r = p.query_position(row) + r - vt.clip;
-            Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
-            Expr interior = select(key_at_r >= visible_begin && key_at_r < visible_end,
-                                   s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
-            Expr distance = rj_key - p.query_position(row);
-            s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
-            s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
-            Expr prob = s.probs(ii, visible_rj, c, it, h, b);
+        Expr visible_begin = max(s.key_begin(it, b), chunk_start),
+             visible_end = min(s.key_end(it, b), chunk_start + chunk);
+        // Probability at distance r - clip: the one key at that distance, if visible (a gather, no scatter).
+        Expr key_at_r = p.query_position(row) + r - vt.clip;
+        Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
+        Expr prob_at_r =
+            select(key_at_r >= visible_begin && key_at_r < visible_end, s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
+        // The tails: probability mass at distances <= -clip and >= clip, over a loop of keys.
+        s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
+        s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
+        auto sum_tails = [&](const Expr &key, const Expr &distance) {
+            Expr prob = s.probs(ii, key, c, it, h, b);
             s.value_tails(ii, c, it, h, b) =
                 Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
                       s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
-            s.value_hist = Func("value_hist");
+        };
+        s.value_hist = Func("value_hist");
+        if (!blocking.value_term_by_band) {
+            // Per chunk, the mass of every clipped distance (tails in rows 0 and 2 clip), then the
+            // whole (2 clip + 1)-row product.
+            sum_tails(visible_rj, rj_key - p.query_position(row));
             s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0], r == 2 * vt.clip,
-                                                      s.value_tails(ii, c, it, h, b)[1], interior);
+                                                      s.value_tails(ii, c, it, h, b)[1], prob_at_r);
             s.rr = RDom(0, 2 * vt.clip + 1, "rr");
             s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
         } else {
@@ -175,34 +179,22 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             // against the sequence) puts all its mass in one end row of the table: its sum, with no work
             // per score. Only a chunk that meets the band |j - p_i| < clip sums its tails per score and
             // gathers the probabilities of its interior distances, over the band rows it can reach.
-            Expr visible_begin = max(s.key_begin(it, b), chunk_start),
-                 visible_end = min(s.key_end(it, b), chunk_start + chunk);
             Expr nearest = visible_begin - p.query_position(last_row);
             Expr farthest = visible_end - 1 - p.query_position(first_row);
             Expr all_left = farthest <= -vt.clip, all_right = nearest >= vt.clip;
             Expr meets_band = !all_left && !all_right;
 
-            s.value_tails = Func("value_tails");  // (ii, c, it, h, b): Tuple(mass at <= -clip, mass at >= clip)
-            s.value_tails(ii, c, it, h, b) = Tuple(0.f, 0.f);
             RDom tail_keys(0, chunk, "tail_keys");
             Expr tail_key = visible_keys(tail_keys, meets_band);
-            Expr distance = chunk_start + tail_key - p.query_position(row);
-            Expr prob = s.probs(ii, tail_key, c, it, h, b);
-            s.value_tails(ii, c, it, h, b) =
-                Tuple(s.value_tails(ii, c, it, h, b)[0] + select(distance <= -vt.clip, prob, 0.f),
-                      s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
+            sum_tails(tail_key, chunk_start + tail_key - p.query_position(row));
             Expr chunk_sum = s.chunk_sum(ii, c, it, h, b);
             Expr left_mass = select(all_left, chunk_sum, s.value_tails(ii, c, it, h, b)[0]);
             Expr right_mass = select(all_right, chunk_sum, s.value_tails(ii, c, it, h, b)[1]);
             s.chunk_acc(d, ii, c, it, h, b) +=
                 left_mass * vt.table(d, 0, h, b) + right_mass * vt.table(d, 2 * vt.clip, h, b);
 
-            // Interior distance r - clip (0 < r < 2 clip): the one key at that distance, if visible.
-            Expr key_at_r = p.query_position(row) + r - vt.clip;
-            Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
-            s.value_hist = Func("value_hist");
-            s.value_hist(r, ii, c, it, h, b) = select(key_at_r >= visible_begin && key_at_r < visible_end,
-                                                      s.probs(ii, key_in_chunk, c, it, h, b), 0.f);
+            // Interior rows 0 < r < 2 clip, over the rows the chunk can reach.
+            s.value_hist(r, ii, c, it, h, b) = prob_at_r;
             Expr band_first = clamp(vt.clip + nearest, 1, 2 * vt.clip - 1);
             Expr band_last = clamp(vt.clip + farthest, band_first, 2 * vt.clip - 1);
             s.rr = RDom(1, 2 * vt.clip - 1, "rr");
