@@ -188,8 +188,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             Expr tail_key = visible_keys(tail_keys, meets_band);
             sum_tails(tail_key, chunk_start + tail_key - p.query_position(row));
             Expr chunk_sum = s.chunk_sum(ii, c, it, h, b);
-            Expr left_mass = select(all_left, chunk_sum, s.value_tails(ii, c, it, h, b)[0]);
-            Expr right_mass = select(all_right, chunk_sum, s.value_tails(ii, c, it, h, b)[1]);
+            // The tails are zero outside the band (their loop is empty there) and are read for every
+            // chunk: read only under a select, Halide skips them per block, which put the GPU
+            // kernels' barriers inside an `if` and gave wrong values under PoCL.
+            Expr left_mass = select(all_left, chunk_sum, 0.f) + s.value_tails(ii, c, it, h, b)[0];
+            Expr right_mass = select(all_right, chunk_sum, 0.f) + s.value_tails(ii, c, it, h, b)[1];
             s.chunk_acc(d, ii, c, it, h, b) +=
                 left_mass * vt.table(d, 0, h, b) + right_mass * vt.table(d, 2 * vt.clip, h, b);
 

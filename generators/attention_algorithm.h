@@ -48,8 +48,8 @@ struct Blocking {
     bool trim_chunk_keys = true;
     // Value term (Shaw's aV) by band: a chunk wholly at <= -clip or >= clip adds one end row of the
     // table (its probability sum) and only chunks meeting the band |j - p_i| < clip form the interior
-    // histogram. Off: every chunk forms the whole (2 clip + 1)-row histogram and product (the GPU
-    // schedules: the banded form gave wrong values under PoCL, not yet understood).
+    // histogram. Off: every chunk forms the whole (2 clip + 1)-row histogram and product (the CUDA
+    // kernels, until the banded form has run on an NVIDIA device).
     bool value_term_by_band = true;
 };
 

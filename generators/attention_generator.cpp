@@ -104,7 +104,7 @@ public:
         set_estimates();
         if (auto_schedule) return;
         const ShapeClass shape = parse_shape_class(shape_class);
-        GpuScheduleParams gpu = default_gpu_params(shape);
+        GpuScheduleParams gpu = default_gpu_params(shape, get_target());
         if (gpu_threads_d > 0) gpu.threads_d = gpu_threads_d;
         if (gpu_qk_tile_keys > 0) gpu.qk_tile_keys = gpu_qk_tile_keys;
         if (gpu_qk_tile_rows > 0) gpu.qk_tile_rows = gpu_qk_tile_rows;
@@ -128,7 +128,7 @@ private:
         const ShapeClass shape = parse_shape_class(shape_class);
         CpuScheduleParams params = default_cpu_params(shape);
         if (get_target().has_gpu_feature()) {
-            params.blocking = default_gpu_params(shape).blocking;
+            params.blocking = default_gpu_params(shape, get_target()).blocking;
         }
         if (query_tile > 0) params.blocking.query_tile = query_tile;
         if (key_chunk > 0) params.blocking.key_chunk = key_chunk;

@@ -37,7 +37,7 @@ struct GpuScheduleParams {
 };
 
 CpuScheduleParams default_cpu_params(ShapeClass shape);
-GpuScheduleParams default_gpu_params(ShapeClass shape);
+GpuScheduleParams default_gpu_params(ShapeClass shape, const Halide::Target &target);
 
 // The loops of the output Func at which variant stages are computed.
 struct OutputLoops {

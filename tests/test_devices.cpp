@@ -155,6 +155,26 @@ TEST_CASE("devices: OpenCL matches CPU, shaw", "[devices][opencl][shaw]") {
     check_random_cases(ATTNGEN_SCHEME_SHAW, 9300, {5, 16, 64});
 }
 
+// Several query tiles and key chunks with a small clip: most (tile, chunk) blocks lie wholly in a tail
+// of the clipped distance (one end row of aV), some meet the band (the value term by band).
+TEST_CASE("devices: OpenCL matches CPU, shaw over long sequences with a small clip", "[devices][opencl][shaw]") {
+    AttnCase both_tails = small(1, 2, 2, 90, 150, 16, 643, ATTNGEN_MASK_NONE);
+    set_shaw(both_tails, 3, true);
+    check_opencl_matches_cpu(both_tails);
+    AttnCase bottom_right = small(1, 2, 1, 70, 130, 64, 644, ATTNGEN_MASK_CAUSAL);
+    set_shaw(bottom_right, 5, true);
+    check_opencl_matches_cpu(bottom_right);
+    AttnCase window = small(2, 2, 2, 100, 100, 16, 645, ATTNGEN_MASK_SLIDING_WINDOW);
+    window.window = 20;
+    window.kv_lengths = {100, 61};
+    set_shaw(window, 2, true);
+    check_opencl_matches_cpu(window);
+    AttnCase decode = small(2, 2, 1, 1, 300, 64, 646, ATTNGEN_MASK_CAUSAL);
+    decode.kv_lengths = {300, 170};
+    set_shaw(decode, 4, true);
+    check_opencl_matches_cpu(decode);
+}
+
 TEST_CASE("devices: OpenCL matches CPU, txl", "[devices][opencl][txl]") {
     AttnCase a = small(1, 2, 2, 5, 9, 16, 650, ATTNGEN_MASK_CAUSAL);
     set_txl(a);

@@ -275,7 +275,7 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
 
     auto start = std::chrono::steady_clock::now();
     if (candidate.autoscheduler.empty()) {
-        schedule_attention(pipeline_, target, shape_class, candidate.params, default_gpu_params(shape_class));
+        schedule_attention(pipeline_, target, shape_class, candidate.params, default_gpu_params(shape_class, target));
     } else {
         // Estimates of the tuning shape class, as the generator declares them.
         const bool decode = shape_class == ShapeClass::Decode;
