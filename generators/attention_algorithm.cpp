@@ -84,29 +84,6 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     };
     Expr chunk_start = c * chunk;
     Expr key_index = chunk_start + jj;
-    Expr clamped_key = key_in_range(key_index);
-    Expr kv_head = p.kv_head(h);
-    s.rd = RDom(0, p.head_dim, "rd");
-    s.qk = Func("qk");
-    s.qk(ii, jj, c, it, h, b) = 0.f;
-    s.qk(ii, jj, c, it, h, b) += s.query_tile(s.rd, ii, it, h, b) * s.key(s.rd, clamped_key, kv_head, b);
-
-    Expr score = s.qk(ii, jj, c, it, h, b);
-    Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);
-    if (term.defined()) score += scale * term;
-    Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
-    if (bias.defined()) score += bias;
-    // The keys a row can see form one range: two comparisons per score, whatever the mask.
-    Expr position = p.query_position(row);
-    s.row_key_begin = Func("row_key_begin");
-    s.row_key_begin(ii, it, b) = select(ctl.mask_kind == kMaskSlidingWindow, position - ctl.window + 1, 0);
-    s.row_key_end = Func("row_key_end");
-    s.row_key_end(ii, it, b) = select(ctl.mask_kind == kMaskNone, valid_keys, min(valid_keys, position + 1));
-    Expr allowed = key_index >= s.row_key_begin(ii, it, b) && key_index < s.row_key_end(ii, it, b);
-    s.scores = Func("scores");
-    s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
-
-    // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
     // A key loop over the chunk, trimmed (when the blocking asks) to the keys the tile can see, and
     // further to the chunks where `only_if` holds; returns the loop's key within the chunk.
     auto visible_keys = [&](RDom &keys, const Expr &only_if) -> Expr {
@@ -125,6 +102,68 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr last = clamp((s.key_end(it, b) - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
         return unsafe_promise_clamped(keys, first, last);
     };
+
+    // Distances j - p_i between the tile's rows and the keys it sees in this chunk lie in
+    // [nearest, farthest]: against a clip distance, the (tile, chunk) block lies wholly in the left
+    // tail (all <= -clip), wholly in the right tail (all >= clip), or meets the band between.
+    Expr visible_begin = max(s.key_begin(it, b), chunk_start), visible_end = min(s.key_end(it, b), chunk_start + chunk);
+    Expr nearest = visible_begin - p.query_position(last_row);
+    Expr farthest = visible_end - 1 - p.query_position(first_row);
+    struct ClipBlock {
+        Expr all_left, all_right, meets_band;
+    };
+    auto clip_block = [&](const Expr &clip) {
+        ClipBlock block{farthest <= -clip, nearest >= clip, Expr()};
+        block.meets_band = !block.all_left && !block.all_right;
+        return block;
+    };
+    Expr clamped_key = key_in_range(key_index);
+    Expr kv_head = p.kv_head(h);
+    s.rd = RDom(0, p.head_dim, "rd");
+    s.qk = Func("qk");
+    s.qk(ii, jj, c, it, h, b) = 0.f;
+    s.qk(ii, jj, c, it, h, b) += s.query_tile(s.rd, ii, it, h, b) * s.key(s.rd, clamped_key, kv_head, b);
+
+    Expr score = s.qk(ii, jj, c, it, h, b);
+    Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);
+    if (term.defined()) score += scale * term;
+    ClippedScoreTerm clipped_term;
+    if (scheme.has_clipped_score_term()) clipped_term = scheme.clipped_score_term(p);
+    // By band in multi-row tiles only: a single-row tile (decode) reads one table entry per key anyway.
+    s.clipped_term_by_band = clipped_term.table.defined() && blocking.relative_terms_by_band && !p.single_row_tiles;
+    if (clipped_term.table.defined() && !s.clipped_term_by_band) {
+        const Expr clip = clipped_term.clip;
+        score += scale * clipped_term.table(clamp(clamped_key - p.query_position(clamped_row), -clip, clip) + clip,
+                                            clamped_row, h, b);
+    } else if (s.clipped_term_by_band) {
+        // A block in a tail adds one table row per query row (a contiguous load over rows); it adds
+        // zero in blocks that meet the band, where the update below indexes the table per score.
+        const Expr clip = clipped_term.clip;
+        ClipBlock block = clip_block(clip);
+        score += scale * select(block.all_left, clipped_term.table(0, clamped_row, h, b), block.all_right,
+                                clipped_term.table(2 * clip, clamped_row, h, b), 0.f);
+    }
+    Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
+    if (bias.defined()) score += bias;
+    // The keys a row can see form one range: two comparisons per score, whatever the mask.
+    Expr position = p.query_position(row);
+    s.row_key_begin = Func("row_key_begin");
+    s.row_key_begin(ii, it, b) = select(ctl.mask_kind == kMaskSlidingWindow, position - ctl.window + 1, 0);
+    s.row_key_end = Func("row_key_end");
+    s.row_key_end(ii, it, b) = select(ctl.mask_kind == kMaskNone, valid_keys, min(valid_keys, position + 1));
+    Expr allowed = key_index >= s.row_key_begin(ii, it, b) && key_index < s.row_key_end(ii, it, b);
+    s.scores = Func("scores");
+    s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
+    if (s.clipped_term_by_band) {
+        const Expr clip = clipped_term.clip;
+        s.rk = RDom(0, chunk, "band_keys");
+        Expr band_key = visible_keys(s.rk, clip_block(clip).meets_band);
+        Expr distance = chunk_start + band_key - p.query_position(clamped_row);
+        s.scores(ii, band_key, c, it, h, b) +=
+            scale * clipped_term.table(clamp(distance, -clip, clip) + clip, clamped_row, h, b);
+    }
+
+    // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
     s.rj = RDom(0, chunk, "rj");
     Expr rj_key = chunk_start + s.rj;
     Expr visible_rj = visible_keys(s.rj, Expr());
@@ -148,8 +187,6 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {
         ValueTerm vt = scheme.value_term(p);
-        Expr visible_begin = max(s.key_begin(it, b), chunk_start),
-             visible_end = min(s.key_end(it, b), chunk_start + chunk);
         // Probability at distance r - clip: the one key at that distance, if visible (a gather, no scatter).
         Expr key_at_r = p.query_position(row) + r - vt.clip;
         Expr key_in_chunk = clamp(key_at_r, visible_begin, max(visible_end - 1, visible_begin)) - chunk_start;
@@ -165,7 +202,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
                       s.value_tails(ii, c, it, h, b)[1] + select(distance >= vt.clip, prob, 0.f));
         };
         s.value_hist = Func("value_hist");
-        if (!blocking.value_term_by_band) {
+        if (!blocking.relative_terms_by_band) {
             // Per chunk, the mass of every clipped distance (tails in rows 0 and 2 clip), then the
             // whole (2 clip + 1)-row product.
             sum_tails(visible_rj, rj_key - p.query_position(row));
@@ -174,15 +211,12 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             s.rr = RDom(0, 2 * vt.clip + 1, "rr");
             s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
         } else {
-            // Distances j - p_i between the tile's rows and the keys it sees in this chunk lie in
-            // [nearest, farthest]. A chunk wholly at <= -clip or >= clip (most chunks, when clip is small
-            // against the sequence) puts all its mass in one end row of the table: its sum, with no work
-            // per score. Only a chunk that meets the band |j - p_i| < clip sums its tails per score and
-            // gathers the probabilities of its interior distances, over the band rows it can reach.
-            Expr nearest = visible_begin - p.query_position(last_row);
-            Expr farthest = visible_end - 1 - p.query_position(first_row);
-            Expr all_left = farthest <= -vt.clip, all_right = nearest >= vt.clip;
-            Expr meets_band = !all_left && !all_right;
+            // A chunk wholly in a tail (most chunks, when clip is small against the sequence) puts all
+            // its mass in one end row of the table: its sum, with no work per score. Only a chunk that
+            // meets the band sums its tails per score and gathers the probabilities of its interior
+            // distances, over the band rows it can reach.
+            ClipBlock block = clip_block(vt.clip);
+            Expr all_left = block.all_left, all_right = block.all_right, meets_band = block.meets_band;
 
             RDom tail_keys(0, chunk, "tail_keys");
             Expr tail_key = visible_keys(tail_keys, meets_band);

@@ -46,11 +46,11 @@ struct Blocking {
     // chunks). Off, a partially visible chunk is computed whole and masked: cheaper per key when a
     // tile has a single row (decode), where the trimming tests cannot be amortized over rows.
     bool trim_chunk_keys = true;
-    // Value term (Shaw's aV) by band: a chunk wholly at <= -clip or >= clip adds one end row of the
-    // table (its probability sum) and only chunks meeting the band |j - p_i| < clip form the interior
-    // histogram. Off: every chunk forms the whole (2 clip + 1)-row histogram and product (the CUDA
-    // kernels, until the banded form has run on an NVIDIA device).
-    bool value_term_by_band = true;
+    // Clipped relative terms (Shaw's aK and aV) by band: a (tile, chunk) block wholly at <= -clip or
+    // >= clip takes one end row of the tables (per query row for aK; its probability sum for aV), and
+    // only blocks meeting the band |j - p_i| < clip index the tables per score. Off: per score in every
+    // block (the CUDA kernels, until the banded form has run on an NVIDIA device).
+    bool relative_terms_by_band = true;
 };
 
 // Runtime controls shared by every scheme.
@@ -66,6 +66,7 @@ struct AttentionStages {
     Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"};                // output index
     Halide::Var ii{"ii"}, jj{"jj"}, c{"c"}, it{"it"}, r{"r"};  // row in tile, key in chunk, chunk, tile, table row
     Halide::RDom rd, rj, rc, rr;                               // over d, keys of a chunk, chunks, value-table rows
+    Halide::RDom rk;                                           // keys of a chunk, for a clipped score term's band
 
     Halide::Func output;                      // (d, i, h, b)
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
@@ -75,10 +76,12 @@ struct AttentionStages {
     Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see
     Halide::Func row_key_begin, row_key_end;  // (ii, it, b): key range one row can see
     Halide::Func qk;                          // (ii, jj, c, it, h, b): q.k over d
-    Halide::Func scores;                      // (ii, jj, c, it, h, b): scaled, biased, masked
-    Halide::Func chunk_max;                   // (ii, c, it, h, b)
-    Halide::Func probs;                       // (ii, jj, c, it, h, b): exp(s - chunk max)
-    Halide::Func chunk_sum;                   // (ii, c, it, h, b)
+    // (ii, jj, c, it, h, b): scaled, biased, masked; a clipped score term by band adds update 0 (over
+    // rk) in the blocks that meet its band.
+    Halide::Func scores;
+    Halide::Func chunk_max;  // (ii, c, it, h, b)
+    Halide::Func probs;      // (ii, jj, c, it, h, b): exp(s - chunk max)
+    Halide::Func chunk_sum;  // (ii, c, it, h, b)
     // (d, ii, c, it, h, b): P.V; a value term adds updates: by band, update 1 the two end rows of its
     // table and update 2 the interior rows (over rr) the chunk can reach; otherwise update 1 all rows.
     Halide::Func chunk_acc;
@@ -99,6 +102,7 @@ struct AttentionStages {
     Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;
     Halide::Expr chunks_are_full;  // k_len is a multiple of key_chunk: key reads need no clamping
     bool transforms_query = false, transforms_key = false, has_value_term = false;
+    bool clipped_term_by_band = false;  // scores has the band update
 };
 
 // Builds one variant of the algorithm. `problem.head_dim` may be a constant (a fast path) or the

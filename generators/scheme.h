@@ -74,6 +74,15 @@ struct AttentionProblem {
     Halide::Expr query_position(const Halide::Expr &i) const { return k_len - q_len + i; }
 };
 
+// Content-position term that depends on the key only through the clipped distance (Shaw's q_i . aK):
+// term(i, j) = table(clamp(j - p_i, -clip, clip) + clip, i, h, b), scaled with q.k. By band (see
+// Blocking), a block of keys wholly at <= -clip or >= clip reads one table row per query row (a
+// contiguous load) and only blocks that meet the band |j - p_i| < clip index the table per score.
+struct ClippedScoreTerm {
+    Halide::Func table;  // (r, i, h, b), r in [0, 2 clip], i a query row
+    Halide::Expr clip;   // >= 1
+};
+
 // Value-side term (Shaw's aV): out_i += sum_j p_ij * table(d, clamp(j - p_i, -clip, clip) + clip, h, b),
 // with p the softmax: a table row per clipped relative distance. The kernel folds it into the P.V pass:
 // per row and key chunk, the probability mass of each distance (one key per interior distance, the
@@ -108,6 +117,9 @@ public:
                                     const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {
         return Halide::Expr();
     }
+    // Hook: a content-position term of the clipped distance (Shaw); see ClippedScoreTerm.
+    virtual bool has_clipped_score_term() const { return false; }
+    virtual ClippedScoreTerm clipped_score_term(const AttentionProblem &) const { return {}; }
     // Hook: bias added to the scaled score (ALiBi, T5).
     virtual Halide::Expr logit_bias(const AttentionProblem &, const Halide::Expr & /*i*/, const Halide::Expr & /*j*/,
                                     const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {

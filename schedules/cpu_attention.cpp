@@ -311,6 +311,18 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     } else {
         s.scores.vectorize(s.ii, vw, guard);
     }
+    if (s.clipped_term_by_band) {
+        // The band update, in blocks that meet the band only: keys outermost, rows vectorized.
+        if (row_vectors) {
+            s.scores.update(0)
+                .split(s.ii, row_vec, lanes, vw)
+                .reorder(lanes, row_vec, s.rk)
+                .vectorize(lanes)
+                .unroll(row_vec);
+        } else {
+            s.scores.update(0).vectorize(s.ii, vw, guard);
+        }
+    }
     s.qk.compute_at(s.scores, key_block);
     if (row_vectors) {
         s.qk.split(s.ii, row_vec, lanes, vw).vectorize(lanes).unroll(row_vec).unroll(s.jj);

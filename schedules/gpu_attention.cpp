@@ -37,7 +37,7 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Target &target) {
     }
     // Shaw's value term by band has run under PoCL only; CUDA keeps the per-chunk histogram (the form
     // verified on an H200) until it has run on an NVIDIA device.
-    params.blocking.value_term_by_band = !target.has_feature(Target::CUDA);
+    params.blocking.relative_terms_by_band = !target.has_feature(Target::CUDA);
     return params;
 }
 
@@ -153,6 +153,8 @@ void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuS
         s.qk.update().reorder(s.jj, s.ii, s.rd).unroll(s.jj).unroll(s.ii);
         s.qk.unroll(s.jj).unroll(s.ii);
     }
+    // A clipped score term's band update (blocks that meet the band): a thread per row, keys serial.
+    if (s.clipped_term_by_band) threads_over(s.scores.update(0), s.ii, rows, "scores_band");
     if (stage_kv) {
         // K and V tiles of the chunk in shared memory, loaded cooperatively.
         block_local(s.key.in(s.qk), chunk_level, lanes, kKeyThreads);

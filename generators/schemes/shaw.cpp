@@ -27,10 +27,8 @@ public:
             contraction("shaw_q_dot_keys", p.q, p.q_len, key_rows, 2 * clip_ + 1, p.head_dim, Placement::PerQueryTile);
     }
 
-    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
-                    const Expr &b) const override {
-        return query_dot_keys_(row(p, i, j), i, h, b);
-    }
+    bool has_clipped_score_term() const override { return true; }
+    ClippedScoreTerm clipped_score_term(const AttentionProblem &) const override { return {query_dot_keys_, clip_}; }
 
     bool has_value_term() const override { return true; }
 
@@ -44,10 +42,6 @@ public:
     }
 
 private:
-    Expr row(const AttentionProblem &p, const Expr &i, const Expr &j) const {
-        return clamp(j - p.query_position(i), -clip_, clip_) + clip_;
-    }
-
     Expr clip_;
     Func query_dot_keys_;
 };
