@@ -135,13 +135,18 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         const Expr clip = clipped_term.clip;
         score += scale * clipped_term.table(clamp(clamped_key - p.query_position(clamped_row), -clip, clip) + clip,
                                             clamped_row, h, b);
-    } else if (s.clipped_term_by_band) {
-        // A block in a tail adds one table row per query row (a contiguous load over rows); it adds
-        // zero in blocks that meet the band, where the update below indexes the table per score.
+    }
+    Expr clip_left_edge, clip_right_edge;
+    if (s.clipped_term_by_band) {
+        // A key at or before the left edge lies at distance <= -clip from every row of the tile, one at
+        // or after the right edge at >= clip: such keys add one table row per query row (a contiguous
+        // load over rows, under a condition on the key alone). Only the keys between, at most
+        // tile + 2 clip - 2 per tile, index the table per score: the update below.
         const Expr clip = clipped_term.clip;
-        ClipBlock block = clip_block(clip);
-        score += scale * select(block.all_left, clipped_term.table(0, clamped_row, h, b), block.all_right,
-                                clipped_term.table(2 * clip, clamped_row, h, b), 0.f);
+        clip_left_edge = p.query_position(first_row) - clip;
+        clip_right_edge = p.query_position(last_row) + clip;
+        score += scale * select(key_index <= clip_left_edge, clipped_term.table(0, clamped_row, h, b),
+                                key_index >= clip_right_edge, clipped_term.table(2 * clip, clamped_row, h, b), 0.f);
     }
     Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
     if (bias.defined()) score += bias;
@@ -157,7 +162,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     if (s.clipped_term_by_band) {
         const Expr clip = clipped_term.clip;
         s.rk = RDom(0, chunk, "band_keys");
-        Expr band_key = visible_keys(s.rk, clip_block(clip).meets_band);
+        Expr rk_key = chunk_start + s.rk;
+        Expr band_key = visible_keys(s.rk, rk_key > clip_left_edge && rk_key < clip_right_edge);
         Expr distance = chunk_start + band_key - p.query_position(clamped_row);
         s.scores(ii, band_key, c, it, h, b) +=
             scale * clipped_term.table(clamp(distance, -clip, clip) + clip, clamped_row, h, b);

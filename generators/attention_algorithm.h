@@ -46,10 +46,11 @@ struct Blocking {
     // chunks). Off, a partially visible chunk is computed whole and masked: cheaper per key when a
     // tile has a single row (decode), where the trimming tests cannot be amortized over rows.
     bool trim_chunk_keys = true;
-    // Clipped relative terms (Shaw's aK and aV) by band: a (tile, chunk) block wholly at <= -clip or
-    // >= clip takes one end row of the tables (per query row for aK; its probability sum for aV), and
-    // only blocks meeting the band |j - p_i| < clip index the tables per score. Off: per score in every
-    // block (the CUDA kernels, until the banded form has run on an NVIDIA device).
+    // Clipped relative terms (Shaw's aK and aV) by band: keys at distance <= -clip or >= clip from
+    // every row of the tile take one end row of the aK table per query row, and a (tile, chunk) block
+    // wholly at such distances adds one end row of aV times its probability sum; only the keys and
+    // blocks that meet the band |j - p_i| < clip index the tables per score. Off: per score everywhere
+    // (the CUDA kernels, until the banded form has run on an NVIDIA device).
     bool relative_terms_by_band = true;
 };
 
@@ -77,7 +78,7 @@ struct AttentionStages {
     Halide::Func row_key_begin, row_key_end;  // (ii, it, b): key range one row can see
     Halide::Func qk;                          // (ii, jj, c, it, h, b): q.k over d
     // (ii, jj, c, it, h, b): scaled, biased, masked; a clipped score term by band adds update 0 (over
-    // rk) in the blocks that meet its band.
+    // rk): the keys of the chunk within the tile's band.
     Halide::Func scores;
     Halide::Func chunk_max;  // (ii, c, it, h, b)
     Halide::Func probs;      // (ii, jj, c, it, h, b): exp(s - chunk max)

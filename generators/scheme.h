@@ -76,8 +76,8 @@ struct AttentionProblem {
 
 // Content-position term that depends on the key only through the clipped distance (Shaw's q_i . aK):
 // term(i, j) = table(clamp(j - p_i, -clip, clip) + clip, i, h, b), scaled with q.k. By band (see
-// Blocking), a block of keys wholly at <= -clip or >= clip reads one table row per query row (a
-// contiguous load) and only blocks that meet the band |j - p_i| < clip index the table per score.
+// Blocking), a key at <= -clip or >= clip from every row of a query tile reads one table row per query
+// row (a contiguous load); only the keys between (at most tile + 2 clip - 2) index the table per score.
 struct ClippedScoreTerm {
     Halide::Func table;  // (r, i, h, b), r in [0, 2 clip], i a query row
     Halide::Expr clip;   // >= 1

@@ -312,7 +312,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         s.scores.vectorize(s.ii, vw, guard);
     }
     if (s.clipped_term_by_band) {
-        // The band update, in blocks that meet the band only: keys outermost, rows vectorized.
+        // The band update (the keys within the tile's band): keys outermost, rows vectorized.
         if (row_vectors) {
             s.scores.update(0)
                 .split(s.ii, row_vec, lanes, vw)

@@ -153,7 +153,7 @@ void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuS
         s.qk.update().reorder(s.jj, s.ii, s.rd).unroll(s.jj).unroll(s.ii);
         s.qk.unroll(s.jj).unroll(s.ii);
     }
-    // A clipped score term's band update (blocks that meet the band): a thread per row, keys serial.
+    // A clipped score term's band update (the keys within the tile's band): a thread per row, keys serial.
     if (s.clipped_term_by_band) threads_over(s.scores.update(0), s.ii, rows, "scores_band");
     if (stage_kv) {
         // K and V tiles of the chunk in shared memory, loaded cooperatively.
