@@ -104,19 +104,10 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     };
 
     // Distances j - p_i between the tile's rows and the keys it sees in this chunk lie in
-    // [nearest, farthest]: against a clip distance, the (tile, chunk) block lies wholly in the left
-    // tail (all <= -clip), wholly in the right tail (all >= clip), or meets the band between.
+    // [nearest, farthest].
     Expr visible_begin = max(s.key_begin(it, b), chunk_start), visible_end = min(s.key_end(it, b), chunk_start + chunk);
     Expr nearest = visible_begin - p.query_position(last_row);
     Expr farthest = visible_end - 1 - p.query_position(first_row);
-    struct ClipBlock {
-        Expr all_left, all_right, meets_band;
-    };
-    auto clip_block = [&](const Expr &clip) {
-        ClipBlock block{farthest <= -clip, nearest >= clip, Expr()};
-        block.meets_band = !block.all_left && !block.all_right;
-        return block;
-    };
     Expr clamped_key = key_in_range(key_index);
     Expr kv_head = p.kv_head(h);
     s.rd = RDom(0, p.head_dim, "rd");
@@ -221,8 +212,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             // its mass in one end row of the table: its sum, with no work per score. Only a chunk that
             // meets the band sums its tails per score and gathers the probabilities of its interior
             // distances, over the band rows it can reach.
-            ClipBlock block = clip_block(vt.clip);
-            Expr all_left = block.all_left, all_right = block.all_right, meets_band = block.meets_band;
+            Expr all_left = farthest <= -vt.clip, all_right = nearest >= vt.clip;
+            Expr meets_band = !all_left && !all_right;
 
             RDom tail_keys(0, chunk, "tail_keys");
             Expr tail_key = visible_keys(tail_keys, meets_band);

@@ -35,8 +35,8 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Target &target) {
         params.threads_d = 32;
         params.pv_tile_d = 4;
     }
-    // Shaw's value term by band has run under PoCL only; CUDA keeps the per-chunk histogram (the form
-    // verified on an H200) until it has run on an NVIDIA device.
+    // Shaw's terms by band have run under PoCL only; CUDA keeps the per-score forms (verified on an
+    // H200) until they have run on an NVIDIA device.
     params.blocking.relative_terms_by_band = !target.has_feature(Target::CUDA);
     return params;
 }
