@@ -118,26 +118,53 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr score = s.qk(ii, jj, c, it, h, b);
     Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);
     if (term.defined()) score += scale * term;
-    ClippedScoreTerm clipped_term;
-    if (scheme.has_clipped_score_term()) clipped_term = scheme.clipped_score_term(p);
+
+    const RelativeTableTerm table_term = scheme.relative_table_term(p);
     // By band in multi-row tiles only: a single-row tile (decode) reads one table entry per key anyway.
-    s.clipped_term_by_band = clipped_term.table.defined() && blocking.relative_terms_by_band && !p.single_row_tiles;
-    if (clipped_term.table.defined() && !s.clipped_term_by_band) {
-        const Expr clip = clipped_term.clip;
-        score += scale * clipped_term.table(clamp(clamped_key - p.query_position(clamped_row), -clip, clip) + clip,
-                                            clamped_row, h, b);
+    s.table_term_by_band =
+        table_term.defined() && table_term.by_band && blocking.relative_terms_by_band && !p.single_row_tiles;
+    // Table rows are monotone in the distance, so a tile's reads lie between the rows of its nearest
+    // and farthest visible distances: clamped to them, a per-tile table is computed over those rows
+    // only (bounds inference cannot bound a row read through a Func). The clamp changes no visible score.
+    Expr table_row_lo, table_row_hi;
+    if (table_term.defined() && !p.single_row_tiles) {
+        const auto &row_arithmetic = table_term.row_arithmetic ? table_term.row_arithmetic : table_term.row;
+        Expr at_nearest = row_arithmetic(s.key_begin(it, b) - p.query_position(last_row));
+        Expr at_farthest = row_arithmetic(s.key_end(it, b) - 1 - p.query_position(first_row));
+        table_row_lo = min(at_nearest, at_farthest);
+        table_row_hi = max(at_nearest, at_farthest);
     }
-    Expr clip_left_edge, clip_right_edge;
-    if (s.clipped_term_by_band) {
-        // A key at or before the left edge lies at distance <= -clip from every row of the tile, one at
-        // or after the right edge at >= clip: such keys add one table row per query row (a contiguous
-        // load over rows, under a condition on the key alone). Only the keys between, at most
-        // tile + 2 clip - 2 per tile, index the table per score: the update below.
-        const Expr clip = clipped_term.clip;
-        clip_left_edge = p.query_position(first_row) - clip;
-        clip_right_edge = p.query_position(last_row) + clip;
-        score += scale * select(key_index <= clip_left_edge, clipped_term.table(0, clamped_row, h, b),
-                                key_index >= clip_right_edge, clipped_term.table(2 * clip, clamped_row, h, b), 0.f);
+    auto table_term_at = [&](Expr row, const Expr &query_row, const Expr &key) {
+        if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);
+        Expr sum;
+        if (table_term.by_query.defined()) sum = table_term.by_query(row, query_row, h, b);
+        if (table_term.by_key.defined()) {
+            Expr by_key = table_term.by_key(row, key, h, b);
+            sum = sum.defined() ? sum + by_key : by_key;
+        }
+        return sum;
+    };
+    if (table_term.defined() && !s.table_term_by_band) {
+        score += scale *
+                 table_term_at(table_term.row(clamped_key - p.query_position(clamped_row)), clamped_row, clamped_key);
+    }
+    Expr band_left_edge, band_right_edge;
+    if (s.table_term_by_band) {
+        // A key at or before the left edge lies at distance <= low_edge from every row of the tile, one at
+        // or after the right edge at >= high_edge: such keys read one table row (a contiguous load over
+        // rows, a scalar per key), under a condition on the key alone. Only the keys between index the
+        // tables per score: the update below.
+        // Every distance lies in (-(k_len + q_len), k_len + q_len): edges beyond it change nothing, and
+        // clamped to it they cannot overflow.
+        Expr distance_bound = p.k_len + p.q_len;
+        Expr low_edge = max(table_term.low_edge, -distance_bound),
+             high_edge = min(table_term.high_edge, distance_bound);
+        band_left_edge = p.query_position(first_row) + low_edge;
+        band_right_edge = p.query_position(last_row) + high_edge;
+        score += scale * select(key_index <= band_left_edge,
+                                table_term_at(table_term.row(low_edge), clamped_row, clamped_key),
+                                key_index >= band_right_edge,
+                                table_term_at(table_term.row(high_edge), clamped_row, clamped_key), 0.f);
     }
     Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
     if (bias.defined()) score += bias;
@@ -150,14 +177,13 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr allowed = key_index >= s.row_key_begin(ii, it, b) && key_index < s.row_key_end(ii, it, b);
     s.scores = Func("scores");
     s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
-    if (s.clipped_term_by_band) {
-        const Expr clip = clipped_term.clip;
+    if (s.table_term_by_band) {
         s.rk = RDom(0, chunk, "band_keys");
         Expr rk_key = chunk_start + s.rk;
-        Expr band_key = visible_keys(s.rk, rk_key > clip_left_edge && rk_key < clip_right_edge);
-        Expr distance = chunk_start + band_key - p.query_position(clamped_row);
+        Expr band_key = visible_keys(s.rk, rk_key > band_left_edge && rk_key < band_right_edge);
+        Expr key = chunk_start + band_key;
         s.scores(ii, band_key, c, it, h, b) +=
-            scale * clipped_term.table(clamp(distance, -clip, clip) + clip, clamped_row, h, b);
+            scale * table_term_at(table_term.row(key - p.query_position(clamped_row)), clamped_row, key);
     }
 
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.

@@ -46,10 +46,10 @@ struct Blocking {
     // chunks). Off, a partially visible chunk is computed whole and masked: cheaper per key when a
     // tile has a single row (decode), where the trimming tests cannot be amortized over rows.
     bool trim_chunk_keys = true;
-    // Clipped relative terms (Shaw's aK and aV) by band: keys at distance <= -clip or >= clip from
-    // every row of the tile take one end row of the aK table per query row, and a (tile, chunk) block
-    // wholly at such distances adds one end row of aV times its probability sum; only the keys and
-    // blocks that meet the band |j - p_i| < clip index the tables per score. Off: per score everywhere
+    // Relative terms by band (a RelativeTableTerm: Shaw's aK, DeBERTa's c2p and p2c; Shaw's aV): keys
+    // at distance <= low_edge or >= high_edge from every row of the tile read one table row, and a
+    // (tile, chunk) block wholly beyond Shaw's clip adds one end row of aV times its probability sum;
+    // only the keys and blocks that meet the band index the tables per score. Off: per score everywhere
     // (the CUDA kernels, until the banded form has run on an NVIDIA device).
     bool relative_terms_by_band = true;
 };
@@ -67,7 +67,7 @@ struct AttentionStages {
     Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"};                // output index
     Halide::Var ii{"ii"}, jj{"jj"}, c{"c"}, it{"it"}, r{"r"};  // row in tile, key in chunk, chunk, tile, table row
     Halide::RDom rd, rj, rc, rr;                               // over d, keys of a chunk, chunks, value-table rows
-    Halide::RDom rk;                                           // keys of a chunk, for a clipped score term's band
+    Halide::RDom rk;                                           // keys of a chunk, for a table term's band
 
     Halide::Func output;                      // (d, i, h, b)
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
@@ -77,7 +77,7 @@ struct AttentionStages {
     Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see
     Halide::Func row_key_begin, row_key_end;  // (ii, it, b): key range one row can see
     Halide::Func qk;                          // (ii, jj, c, it, h, b): q.k over d
-    // (ii, jj, c, it, h, b): scaled, biased, masked; a clipped score term by band adds update 0 (over
+    // (ii, jj, c, it, h, b): scaled, biased, masked; a relative table term by band adds update 0 (over
     // rk): the keys of the chunk within the tile's band.
     Halide::Func scores;
     Halide::Func chunk_max;  // (ii, c, it, h, b)
@@ -103,7 +103,7 @@ struct AttentionStages {
     Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;
     Halide::Expr chunks_are_full;  // k_len is a multiple of key_chunk: key reads need no clamping
     bool transforms_query = false, transforms_key = false, has_value_term = false;
-    bool clipped_term_by_band = false;  // scores has the band update
+    bool table_term_by_band = false;  // scores has the band update
 };
 
 // Builds one variant of the algorithm. `problem.head_dim` may be a constant (a fast path) or the

@@ -74,13 +74,27 @@ struct AttentionProblem {
     Halide::Expr query_position(const Halide::Expr &i) const { return k_len - q_len + i; }
 };
 
-// Content-position term that depends on the key only through the clipped distance (Shaw's q_i . aK):
-// term(i, j) = table(clamp(j - p_i, -clip, clip) + clip, i, h, b), scaled with q.k. By band (see
-// Blocking), a key at <= -clip or >= clip from every row of a query tile reads one table row per query
-// row (a contiguous load); only the keys between (at most tile + 2 clip - 2) index the table per score.
-struct ClippedScoreTerm {
-    Halide::Func table;  // (r, i, h, b), r in [0, 2 clip], i a query row
-    Halide::Expr clip;   // >= 1
+// Content-position term read from tables by a row of the relative distance d = j - p_i (Shaw's q_i . aK,
+// DeBERTa's c2p and p2c): term(i, j) = by_query(row(d), i, h, b) + by_key(row(d), j, h, b), scaled with
+// q.k. `row` is monotone in d (either way) and constant for d <= low_edge and for d >= high_edge. The
+// kernel uses that structure: a query tile computes only the table rows its distances reach, and by
+// band (see Blocking) a key at <= low_edge or >= high_edge from every row of the tile reads one table
+// row (a contiguous load over rows, a scalar per key); only the keys between index the tables per score.
+struct RelativeTableTerm {
+    std::function<Halide::Expr(const Halide::Expr &)> row;  // d -> table row
+    // The same row by arithmetic alone (no Func calls), evaluated at a tile's nearest and farthest
+    // distances to bound the rows it reaches; bounds inference cannot see through a Func. Defaults to `row`.
+    std::function<Halide::Expr(const Halide::Expr &)> row_arithmetic;
+    Halide::Func by_query;  // (r, i, h, b), i a query row; or undefined
+    Halide::Func by_key;    // (r, j, h, b), j a key; or undefined
+    Halide::Expr low_edge, high_edge;
+    // Go by band where the blocking allows. Pays when most keys lie beyond the edges and the per-score
+    // reads would gather (Shaw: clip 16-128); not for DeBERTa, whose edges (max_position - 1, 511 in
+    // DeBERTa-v3) leave most keys of moderate sequences in the band, and whose saturated reads all hit
+    // one table row: measured no faster at 2048^2 and 5-15 % slower at 512^2 and 4x256^2.
+    bool by_band = true;
+
+    bool defined() const { return row != nullptr; }
 };
 
 // Value-side term (Shaw's aV): out_i += sum_j p_ij * table(d, clamp(j - p_i, -clip, clip) + clip, h, b),
@@ -117,9 +131,9 @@ public:
                                     const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {
         return Halide::Expr();
     }
-    // Hook: a content-position term of the clipped distance (Shaw); see ClippedScoreTerm.
-    virtual bool has_clipped_score_term() const { return false; }
-    virtual ClippedScoreTerm clipped_score_term(const AttentionProblem &) const { return {}; }
+    // Hook: a content-position term read from tables by the relative distance (Shaw, DeBERTa); see
+    // RelativeTableTerm. Scaled with q.k, like score_term.
+    virtual RelativeTableTerm relative_table_term(const AttentionProblem &) const { return {}; }
     // Hook: bias added to the scaled score (ALiBi, T5).
     virtual Halide::Expr logit_bias(const AttentionProblem &, const Halide::Expr & /*i*/, const Halide::Expr & /*j*/,
                                     const Halide::Expr & /*h*/, const Halide::Expr & /*b*/) const {

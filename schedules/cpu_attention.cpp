@@ -79,13 +79,17 @@ LoopLevel chunk_level(const AttentionStages &s) {
 // channels of two d-innermost operands: those reduce a vector of channels at a time (both operands
 // load contiguously) and sum it once per output.
 // A contraction out(x, i) = sum_c rows(c, i) table(c, x), blocked like a matrix product: rows are
-// staged transposed (i innermost), each block of 8 table rows x one vector of i accumulates in
-// registers over the channels; per-call contractions run in parallel over (head, batch).
-void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width) {
+// staged transposed (i innermost); a register block of 4 table rows x `row_vectors` vectors of i
+// accumulates over the channels (each table value broadcast feeds row_vectors FMAs: a single vector
+// of i left the block load-bound, 9 loads per 8 FMAs); per-call contractions run in parallel over
+// (head, batch).
+void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width, int row_vectors) {
+    constexpr int kTableRowsPerBlock = 4;
     Func out = helper.func, product = helper.product, rows = helper.rows;
     std::vector<Var> args = out.args();       // x, i, h, b
     std::vector<Var> row_args = rows.args();  // c, i, h, b
     Var x_block("x_block"), x_lane("x_lane"), i_block("i_block"), i_lane("i_lane");
+    Var i_vector("i_vector"), i_vector_lane("i_vector_lane");
     const bool per_call = helper.placement == Placement::PerCall;
     if (per_call) {
         Var heads("contraction_heads");
@@ -96,13 +100,18 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
         rows.compute_at(level);
     }
     out.reorder_storage(args[1], args[0], args[2], args[3])
-        .split(args[0], x_block, x_lane, 8, TailStrategy::RoundUp)
-        .split(args[1], i_block, i_lane, vector_width, TailStrategy::RoundUp)
+        .split(args[0], x_block, x_lane, kTableRowsPerBlock, TailStrategy::RoundUp)
+        .split(args[1], i_block, i_lane, vector_width * row_vectors, TailStrategy::RoundUp)
         .reorder(i_lane, x_lane, i_block, x_block)
-        .vectorize(i_lane)
+        .vectorize(i_lane, vector_width)
         .unroll(x_lane);
-    product.compute_at(out, i_block).reorder_storage(args[1], args[0]).vectorize(args[1]);
-    product.update().reorder(args[1], args[0], helper.channels.x).vectorize(args[1]).unroll(args[0]);
+    product.compute_at(out, i_block).reorder_storage(args[1], args[0]).vectorize(args[1], vector_width);
+    product.update()
+        .split(args[1], i_vector, i_vector_lane, vector_width)
+        .reorder(i_vector_lane, i_vector, args[0], helper.channels.x)
+        .vectorize(i_vector_lane)
+        .unroll(i_vector)
+        .unroll(args[0]);
     rows.reorder_storage(row_args[1], row_args[0], row_args[2], row_args[3])
         .reorder(row_args[1], row_args[0])
         .vectorize(row_args[1], vector_width, TailStrategy::GuardWithIf);
@@ -127,6 +136,9 @@ void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int
 
 void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopLevel &per_chunk, int vector_width,
                       bool fixed_head_dim, bool contractions_per_score = false) {
+    // A per-tile contraction's rows are the tile's rows: its register block covers them (up to 4 vectors).
+    const int tile = s.blocking.query_tile;
+    const int tile_row_vectors = tile % vector_width == 0 ? std::clamp(tile / vector_width, 1, 4) : 1;
     for (HelperStage &helper : s.helpers) {
         Func f = helper.func;
         std::vector<Var> args = f.args();
@@ -136,7 +148,7 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
         }
         if (helper.is_contraction) {
             schedule_contraction(helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile,
-                                 vector_width);
+                                 vector_width, helper.placement == Placement::PerCall ? 3 : tile_row_vectors);
             continue;
         }
         if (args.empty()) {  // a per-call scalar
@@ -311,7 +323,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     } else {
         s.scores.vectorize(s.ii, vw, guard);
     }
-    if (s.clipped_term_by_band) {
+    if (s.table_term_by_band) {
         // The band update (the keys within the tile's band): keys outermost, rows vectorized.
         if (row_vectors) {
             s.scores.update(0)

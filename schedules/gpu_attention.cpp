@@ -35,7 +35,7 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Target &target) {
         params.threads_d = 32;
         params.pv_tile_d = 4;
     }
-    // Shaw's terms by band have run under PoCL only; CUDA keeps the per-score forms (verified on an
+    // Relative terms by band (Shaw, DeBERTa) have run under PoCL only; CUDA keeps the per-score forms (verified on an
     // H200) until they have run on an NVIDIA device.
     params.blocking.relative_terms_by_band = !target.has_feature(Target::CUDA);
     return params;
@@ -153,8 +153,8 @@ void schedule_chunk(AttentionStages &s, const LoopLevel &chunk_level, const GpuS
         s.qk.update().reorder(s.jj, s.ii, s.rd).unroll(s.jj).unroll(s.ii);
         s.qk.unroll(s.jj).unroll(s.ii);
     }
-    // A clipped score term's band update (the keys within the tile's band): a thread per row, keys serial.
-    if (s.clipped_term_by_band) threads_over(s.scores.update(0), s.ii, rows, "scores_band");
+    // A relative table term's band update (the keys within the tile's band): a thread per row, keys serial.
+    if (s.table_term_by_band) threads_over(s.scores.update(0), s.ii, rows, "scores_band");
     if (stage_kv) {
         // K and V tiles of the chunk in shared memory, loaded cooperatively.
         block_local(s.key.in(s.qk), chunk_level, lanes, kKeyThreads);

@@ -471,6 +471,30 @@ TEST_CASE("deberta: explicit scale and kv padding", "[schemes][deberta][padding]
     CHECK_MATCHES_REFERENCE(a);
 }
 
+// Several query tiles and key chunks: each tile computes c2p (and the call p2c) only for the table rows
+// its visible distances reach, so the rows differ per tile; windows, padding and Lq != Lk move them.
+TEST_CASE("deberta: long sequences (per-tile table rows, windows, padding)", "[schemes][deberta][long]") {
+    AttnCase log_buckets = base_case(1, 2, 2, 300, 520, 16, 293, ATTNGEN_MASK_NONE);
+    set_deberta(log_buckets, 64, 32, 128);  // saturates beyond |p_i - j| >= 127
+    CHECK_MATCHES_REFERENCE(log_buckets);
+    AttnCase bottom_right = base_case(1, 2, 1, 200, 450, 64, 294, ATTNGEN_MASK_CAUSAL);
+    set_deberta(bottom_right, 48);
+    CHECK_MATCHES_REFERENCE(bottom_right);
+    AttnCase window = base_case(2, 2, 2, 260, 260, 16, 295, ATTNGEN_MASK_SLIDING_WINDOW);
+    window.window = 40;
+    window.kv_lengths = {260, 190};
+    set_deberta(window, 32, 16, 64);
+    CHECK_MATCHES_REFERENCE(window);
+    AttnCase more_queries = base_case(1, 2, 2, 170, 90, 16, 296, ATTNGEN_MASK_CAUSAL);  // Lq > Lk
+    more_queries.kv_lengths = {70};
+    set_deberta(more_queries, 256, 256, 512);
+    CHECK_MATCHES_REFERENCE(more_queries);
+    AttnCase decode = base_case(2, 2, 1, 1, 1100, 64, 297, ATTNGEN_MASK_CAUSAL);
+    decode.kv_lengths = {1100, 700};
+    set_deberta(decode, 256, 256, 512);
+    CHECK_MATCHES_REFERENCE(decode);
+}
+
 TEST_CASE("deberta: depends on relative position only (decode and chunk equal the full run)",
           "[schemes][deberta][property]") {
     AttnCase a = base_case(1, 2, 2, 25, 25, 16, 292, ATTNGEN_MASK_CAUSAL);

@@ -25,50 +25,88 @@ public:
     Expr default_scale(const AttentionProblem &p) const override { return 1.f / sqrt(3.f * cast<float>(p.head_dim)); }
 
     void setup(const AttentionProblem &p) override {
-        Expr span = p.extent("deberta_pos_key", 1) / 2;
-        Expr bucket_size = p.scalar("deberta_bucket_size"), max_position = p.scalar("deberta_max_position");
+        span_ = p.extent("deberta_pos_key", 1) / 2;
+        const Expr span = span_;
+        const Expr bucket_size = max(p.scalar("deberta_bucket_size"), 2);
+        const Expr max_position = max(p.scalar("deberta_max_position"), 2);
+        log_buckets_ = p.scalar("deberta_bucket_size") > 0 && p.scalar("deberta_max_position") > 0;
+        max_position_ = max_position;
+        const Expr log_buckets = log_buckets_, log_span = p.scalar("deberta_log_span");
+        // Table row of a relative position p_i - j, as arithmetic.
+        row_of_relative_ = [=](const Expr &relative) {
+            Expr bucketed =
+                select(log_buckets, deberta_log_bucket(relative, bucket_size, max_position, log_span), relative);
+            return clamp(bucketed + span, 0, 2 * span - 1);
+        };
+        // ... and tabulated once per call: the log buckets are evaluated once per distance, not per score.
+        Var rel("rel");
+        row_table_ = helper(Func("deberta_row"), Placement::PerCall);
+        row_table_(rel) = row_of_relative_(rel);
+
         Func pos_key = p.table("deberta_pos_key");      // (d, r, h)
         Func pos_query = p.table("deberta_pos_query");  // (d, r, h)
-        Var rel("rel"), r("r"), i("i"), j("j"), h("h"), b("b");
-        // Table row of each relative position p_i - j, once per call: the log buckets are evaluated
-        // once per distance, and bounds inference sees a clamped table instead of the bucket math.
-        Expr bucketed = select(
-            bucket_size > 0 && max_position > 0,
-            deberta_log_bucket(rel, max(bucket_size, 2), max(max_position, 2), p.scalar("deberta_log_span")), rel);
-        row_of_distance_ = helper(Func("deberta_row"), Placement::PerCall);
-        row_of_distance_(rel) = clamp(bucketed + span, 0, 2 * span - 1);
-        Var d("d");
+        Var d("d"), r("r"), j("j"), h("h"), b("b");
         Func key_table("deberta_key_table"), query_table("deberta_query_table"), keys("deberta_keys");
         key_table(d, r, h, b) = pos_key(d, r, h);
         query_table(d, r, h, b) = pos_query(d, r, h);
         keys(d, j, h, b) = p.k(d, j, p.kv_head(h), b);
-        // c2p: q_i . Kr[r] for every row, per query row of a tile.
-        content_to_position_ =
-            contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim, Placement::PerQueryTile);
         if (p.single_row_tiles) {
-            // One query row: each key needs one row of Qr, so p2c is one dot product per score.
+            // One query row (decode): each key reads one row of Kr and one of Qr, so c2p and p2c are one
+            // dot product per score; a table over every row would cost more than the keys it serves.
+            auto row_at = [&](const Expr &i, const Expr &j) { return row_table_(p.query_position(i) - j); };
+            content_to_position_ = dot_per_score(
+                "deberta_c2p",
+                [&](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
+                    return p.q(c, i, h, b) * key_table(c, row_at(i, j), h, b);
+                },
+                p.head_dim);
             position_to_content_ = dot_per_score(
                 "deberta_p2c",
                 [&](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
-                    return keys(c, j, h, b) * query_table(c, row_of_distance_(p.query_position(i) - j), h, b);
+                    return keys(c, j, h, b) * query_table(c, row_at(i, j), h, b);
                 },
                 p.head_dim);
             return;
         }
-        // p2c: k_j . Qr[r] for every row and key, once per call.
-        position_to_content_ =
-            contraction("deberta_p2c", keys, p.k_len, query_table, 2 * span, p.head_dim, Placement::PerCall);
+        // c2p: q_i . Kr[r] for the rows a query tile reaches, per tile.
+        content_to_position_ =
+            contraction("deberta_c2p", p.q, p.q_len, key_table, 2 * span, p.head_dim, Placement::PerQueryTile);
+        // p2c: k_j . Qr[r] for every key and the rows the call reaches, once per call; table rows innermost
+        // (Qr as the contraction's rows), so the rows a vector of query rows reads for one key are neighbours.
+        Func by_key_row =
+            contraction("deberta_p2c", query_table, 2 * span, keys, p.k_len, p.head_dim, Placement::PerCall);
+        position_to_content_ = Func("deberta_p2c_by_row");
+        position_to_content_(r, j, h, b) = by_key_row(j, r, h, b);
     }
 
+    // Decode: the per-score dot products.
     Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
                     const Expr &b) const override {
-        Expr row = row_of_distance_(p.query_position(i) - j);
-        Expr p2c = p.single_row_tiles ? position_to_content_(j, i, h, b) : position_to_content_(row, j, h, b);
-        return content_to_position_(row, i, h, b) + p2c;
+        if (!p.single_row_tiles) return Expr();
+        return content_to_position_(j, i, h, b) + position_to_content_(j, i, h, b);
+    }
+
+    // Prefill: tables by row of the distance d = j - p_i (relative position -d), constant beyond the last
+    // log bucket (|p_i - j| >= max_position - 1) or, without log buckets, beyond the span.
+    RelativeTableTerm relative_table_term(const AttentionProblem &p) const override {
+        if (p.single_row_tiles) return {};
+        RelativeTableTerm term;
+        const Func row_table = row_table_;
+        const auto row_of_relative = row_of_relative_;
+        term.row = [row_table](const Expr &distance) { return row_table(-distance); };
+        term.row_arithmetic = [row_of_relative](const Expr &distance) { return row_of_relative(-distance); };
+        term.by_query = content_to_position_;
+        term.by_key = position_to_content_;
+        term.low_edge = select(log_buckets_, 1 - max_position_, 1 - span_);
+        term.high_edge = select(log_buckets_, max_position_ - 1, span_);
+        term.by_band = false;  // see RelativeTableTerm::by_band
+        return term;
     }
 
 private:
-    Func row_of_distance_, content_to_position_, position_to_content_;
+    Expr span_, max_position_, log_buckets_;
+    std::function<Expr(const Expr &)> row_of_relative_;
+    Func row_table_, content_to_position_, position_to_content_;
 };
 
 }  // namespace

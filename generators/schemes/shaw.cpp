@@ -27,8 +27,15 @@ public:
             contraction("shaw_q_dot_keys", p.q, p.q_len, key_rows, 2 * clip_ + 1, p.head_dim, Placement::PerQueryTile);
     }
 
-    bool has_clipped_score_term() const override { return true; }
-    ClippedScoreTerm clipped_score_term(const AttentionProblem &) const override { return {query_dot_keys_, clip_}; }
+    RelativeTableTerm relative_table_term(const AttentionProblem &) const override {
+        RelativeTableTerm term;
+        const Expr clip = clip_;
+        term.row = [clip](const Expr &distance) { return clamp(distance, -clip, clip) + clip; };
+        term.by_query = query_dot_keys_;
+        term.low_edge = -clip;
+        term.high_edge = clip;
+        return term;
+    }
 
     bool has_value_term() const override { return true; }
 
