@@ -123,16 +123,16 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // By band in multi-row tiles only: a single-row tile (decode) reads one table entry per key anyway.
     s.table_term_by_band =
         table_term.defined() && table_term.by_band && blocking.relative_terms_by_band && !p.single_row_tiles;
-    // Table rows are monotone in the distance, so a tile's reads lie between the rows of its nearest
-    // and farthest visible distances: clamped to them, a per-tile table is computed over those rows
-    // only (bounds inference cannot bound a row read through a Func). The clamp changes no visible score.
+    // Table rows are monotone in the distance, so a tile's reads lie between the row bounds at its
+    // nearest and farthest visible distances: clamped to them, a per-tile table is computed over those
+    // rows only (bounds inference cannot bound a row read through a Func). The clamp changes no visible
+    // score.
     Expr table_row_lo, table_row_hi;
-    if (table_term.defined() && !p.single_row_tiles) {
-        const auto &row_arithmetic = table_term.row_arithmetic ? table_term.row_arithmetic : table_term.row;
-        Expr at_nearest = row_arithmetic(s.key_begin(it, b) - p.query_position(last_row));
-        Expr at_farthest = row_arithmetic(s.key_end(it, b) - 1 - p.query_position(first_row));
-        table_row_lo = min(at_nearest, at_farthest);
-        table_row_hi = max(at_nearest, at_farthest);
+    if (table_term.defined() && table_term.row_lower && table_term.row_upper && !p.single_row_tiles) {
+        Expr nearest = s.key_begin(it, b) - p.query_position(last_row);
+        Expr farthest = s.key_end(it, b) - 1 - p.query_position(first_row);
+        table_row_lo = min(table_term.row_lower(nearest), table_term.row_lower(farthest));
+        table_row_hi = max(table_term.row_upper(nearest), table_term.row_upper(farthest));
     }
     auto table_term_at = [&](Expr row, const Expr &query_row, const Expr &key) {
         if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);

@@ -77,14 +77,17 @@ struct AttentionProblem {
 // Content-position term read from tables by a row of the relative distance d = j - p_i (Shaw's q_i . aK,
 // DeBERTa's c2p and p2c): term(i, j) = by_query(row(d), i, h, b) + by_key(row(d), j, h, b), scaled with
 // q.k. `row` is monotone in d (either way) and constant for d <= low_edge and for d >= high_edge. The
-// kernel uses that structure: a query tile computes only the table rows its distances reach, and by
+// kernel uses that structure: a query tile computes only the table rows its distances reach (given
+// row bounds), and by
 // band (see Blocking) a key at <= low_edge or >= high_edge from every row of the tile reads one table
 // row (a contiguous load over rows, a scalar per key); only the keys between index the tables per score.
 struct RelativeTableTerm {
     std::function<Halide::Expr(const Halide::Expr &)> row;  // d -> table row
-    // The same row by arithmetic alone (no Func calls), evaluated at a tile's nearest and farthest
-    // distances to bound the rows it reaches; bounds inference cannot see through a Func. Defaults to `row`.
-    std::function<Halide::Expr(const Halide::Expr &)> row_arithmetic;
+    // Optional bounds row_lower(d) <= row(d) <= row_upper(d), monotone the same way as row, in cheap
+    // arithmetic (no Func calls, which bounds inference cannot see through; no transcendental math,
+    // which made kernel generation 4x slower). Given, each query tile computes only the table rows
+    // between the bounds at its nearest and farthest distances. Unset: tiles compute whole tables.
+    std::function<Halide::Expr(const Halide::Expr &)> row_lower, row_upper;
     Halide::Func by_query;  // (r, i, h, b), i a query row; or undefined
     Halide::Func by_key;    // (r, j, h, b), j a key; or undefined
     Halide::Expr low_edge, high_edge;

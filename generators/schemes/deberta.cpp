@@ -31,9 +31,10 @@ public:
         const Expr max_position = max(p.scalar("deberta_max_position"), 2);
         log_buckets_ = p.scalar("deberta_bucket_size") > 0 && p.scalar("deberta_max_position") > 0;
         max_position_ = max_position;
+        half_buckets_ = bucket_size / 2;
         const Expr log_buckets = log_buckets_, log_span = p.scalar("deberta_log_span");
         // Table row of a relative position p_i - j, as arithmetic.
-        row_of_relative_ = [=](const Expr &relative) {
+        auto row_of_relative = [=](const Expr &relative) {
             Expr bucketed =
                 select(log_buckets, deberta_log_bucket(relative, bucket_size, max_position, log_span), relative);
             return clamp(bucketed + span, 0, 2 * span - 1);
@@ -41,7 +42,7 @@ public:
         // ... and tabulated once per call: the log buckets are evaluated once per distance, not per score.
         Var rel("rel");
         row_table_ = helper(Func("deberta_row"), Placement::PerCall);
-        row_table_(rel) = row_of_relative_(rel);
+        row_table_(rel) = row_of_relative(rel);
 
         Func pos_key = p.table("deberta_pos_key");      // (d, r, h)
         Func pos_query = p.table("deberta_pos_query");  // (d, r, h)
@@ -92,9 +93,23 @@ public:
         if (p.single_row_tiles) return {};
         RelativeTableTerm term;
         const Func row_table = row_table_;
-        const auto row_of_relative = row_of_relative_;
         term.row = [row_table](const Expr &distance) { return row_table(-distance); };
-        term.row_arithmetic = [row_of_relative](const Expr &distance) { return row_of_relative(-distance); };
+        // Row bounds: the log bucket of the relative position clamped to +-(max_position - 1) is that
+        // position within +-bucket_size/2, and beyond it lies between bucket_size/2 and bucket_size in
+        // magnitude (the float rounding of the last bucket included).
+        const Expr span = span_, mid = half_buckets_, log_buckets = log_buckets_, max_position = max_position_;
+        auto bound_row = [span](const Expr &bucket) { return clamp(bucket + span, 0, 2 * span - 1); };
+        auto clamped = [max_position](const Expr &distance) {
+            return clamp(-distance, 1 - max_position, max_position - 1);
+        };
+        term.row_lower = [=](const Expr &distance) {
+            Expr relative = clamped(distance);
+            return bound_row(select(log_buckets, select(relative < -mid, -2 * mid, min(relative, mid)), -distance));
+        };
+        term.row_upper = [=](const Expr &distance) {
+            Expr relative = clamped(distance);
+            return bound_row(select(log_buckets, select(relative > mid, 2 * mid, max(relative, -mid)), -distance));
+        };
         term.by_query = content_to_position_;
         term.by_key = position_to_content_;
         term.low_edge = select(log_buckets_, 1 - max_position_, 1 - span_);
@@ -104,8 +119,7 @@ public:
     }
 
 private:
-    Expr span_, max_position_, log_buckets_;
-    std::function<Expr(const Expr &)> row_of_relative_;
+    Expr span_, max_position_, half_buckets_, log_buckets_;
     Func row_table_, content_to_position_, position_to_content_;
 };
 
