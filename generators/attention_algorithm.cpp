@@ -129,10 +129,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // score.
     Expr table_row_lo, table_row_hi;
     if (table_term.defined() && table_term.row_lower && table_term.row_upper && !p.single_row_tiles) {
-        Expr nearest = s.key_begin(it, b) - p.query_position(last_row);
-        Expr farthest = s.key_end(it, b) - 1 - p.query_position(first_row);
-        table_row_lo = min(table_term.row_lower(nearest), table_term.row_lower(farthest));
-        table_row_hi = max(table_term.row_upper(nearest), table_term.row_upper(farthest));
+        // The tile's distance range over all its chunks (`nearest`/`farthest` above are per chunk).
+        Expr tile_nearest = s.key_begin(it, b) - p.query_position(last_row);
+        Expr tile_farthest = s.key_end(it, b) - 1 - p.query_position(first_row);
+        table_row_lo = min(table_term.row_lower(tile_nearest), table_term.row_lower(tile_farthest));
+        table_row_hi = max(table_term.row_upper(tile_nearest), table_term.row_upper(tile_farthest));
     }
     auto table_term_at = [&](Expr row, const Expr &query_row, const Expr &key) {
         if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);

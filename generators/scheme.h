@@ -77,10 +77,10 @@ struct AttentionProblem {
 // Content-position term read from tables by a row of the relative distance d = j - p_i (Shaw's q_i . aK,
 // DeBERTa's c2p and p2c): term(i, j) = by_query(row(d), i, h, b) + by_key(row(d), j, h, b), scaled with
 // q.k. `row` is monotone in d (either way) and constant for d <= low_edge and for d >= high_edge. The
-// kernel uses that structure: a query tile computes only the table rows its distances reach (given
-// row bounds), and by
-// band (see Blocking) a key at <= low_edge or >= high_edge from every row of the tile reads one table
-// row (a contiguous load over rows, a scalar per key); only the keys between index the tables per score.
+// kernel uses that structure: a query tile computes only the table rows its distances reach (given row
+// bounds), and by band (see Blocking) a key at <= low_edge or >= high_edge from every row of the tile
+// reads one table row (a contiguous load over rows, a scalar per key); only the keys between index the
+// tables per score.
 struct RelativeTableTerm {
     std::function<Halide::Expr(const Halide::Expr &)> row;  // d -> table row
     // Optional bounds row_lower(d) <= row(d) <= row_upper(d), monotone the same way as row, in cheap

@@ -137,6 +137,8 @@ void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int
 void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopLevel &per_chunk, int vector_width,
                       bool fixed_head_dim, bool contractions_per_score = false) {
     // A per-tile contraction's rows are the tile's rows: its register block covers them (up to 4 vectors).
+    // A per-call one (DeBERTa's p2c: rows are table rows) takes 3 vectors, which measured as well as 2 or 4.
+    constexpr int kPerCallRowVectors = 3;
     const int tile = s.blocking.query_tile;
     const int tile_row_vectors = tile % vector_width == 0 ? std::clamp(tile / vector_width, 1, 4) : 1;
     for (HelperStage &helper : s.helpers) {
@@ -148,7 +150,8 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
         }
         if (helper.is_contraction) {
             schedule_contraction(helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile,
-                                 vector_width, helper.placement == Placement::PerCall ? 3 : tile_row_vectors);
+                                 vector_width,
+                                 helper.placement == Placement::PerCall ? kPerCallRowVectors : tile_row_vectors);
             continue;
         }
         if (args.empty()) {  // a per-call scalar

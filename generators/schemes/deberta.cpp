@@ -33,16 +33,12 @@ public:
         max_position_ = max_position;
         half_buckets_ = bucket_size / 2;
         const Expr log_buckets = log_buckets_, log_span = p.scalar("deberta_log_span");
-        // Table row of a relative position p_i - j, as arithmetic.
-        auto row_of_relative = [=](const Expr &relative) {
-            Expr bucketed =
-                select(log_buckets, deberta_log_bucket(relative, bucket_size, max_position, log_span), relative);
-            return clamp(bucketed + span, 0, 2 * span - 1);
-        };
-        // ... and tabulated once per call: the log buckets are evaluated once per distance, not per score.
+        // Table row of each relative position p_i - j, tabulated once per call: the log buckets are
+        // evaluated once per distance, not per score.
         Var rel("rel");
         row_table_ = helper(Func("deberta_row"), Placement::PerCall);
-        row_table_(rel) = row_of_relative(rel);
+        row_table_(rel) =
+            row_of_bucket(select(log_buckets, deberta_log_bucket(rel, bucket_size, max_position, log_span), rel));
 
         Func pos_key = p.table("deberta_pos_key");      // (d, r, h)
         Func pos_query = p.table("deberta_pos_query");  // (d, r, h)
@@ -97,18 +93,17 @@ public:
         // Row bounds: the log bucket of the relative position clamped to +-(max_position - 1) is that
         // position within +-bucket_size/2, and beyond it lies between bucket_size/2 and bucket_size in
         // magnitude (the float rounding of the last bucket included).
-        const Expr span = span_, mid = half_buckets_, log_buckets = log_buckets_, max_position = max_position_;
-        auto bound_row = [span](const Expr &bucket) { return clamp(bucket + span, 0, 2 * span - 1); };
+        const Expr mid = half_buckets_, log_buckets = log_buckets_, max_position = max_position_;
         auto clamped = [max_position](const Expr &distance) {
             return clamp(-distance, 1 - max_position, max_position - 1);
         };
         term.row_lower = [=](const Expr &distance) {
             Expr relative = clamped(distance);
-            return bound_row(select(log_buckets, select(relative < -mid, -2 * mid, min(relative, mid)), -distance));
+            return row_of_bucket(select(log_buckets, select(relative < -mid, -2 * mid, min(relative, mid)), -distance));
         };
         term.row_upper = [=](const Expr &distance) {
             Expr relative = clamped(distance);
-            return bound_row(select(log_buckets, select(relative > mid, 2 * mid, max(relative, -mid)), -distance));
+            return row_of_bucket(select(log_buckets, select(relative > mid, 2 * mid, max(relative, -mid)), -distance));
         };
         term.by_query = content_to_position_;
         term.by_key = position_to_content_;
@@ -119,6 +114,9 @@ public:
     }
 
 private:
+    // Table row of a (log-)bucketed relative position.
+    Expr row_of_bucket(const Expr &bucket) const { return clamp(bucket + span_, 0, 2 * span_ - 1); }
+
     Expr span_, max_position_, half_buckets_, log_buckets_;
     Func row_table_, content_to_position_, position_to_content_;
 };
