@@ -37,7 +37,6 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     const int tile = blocking.query_tile;
     const int chunk = blocking.key_chunk;
     Var d = s.d, i = s.i, h = s.h, b = s.b, ii = s.ii, jj = s.jj, c = s.c, it = s.it, r = s.r;
-    Var j("j"), g("g");
 
     scheme.setup(p);
     Func query = scheme.transform_query(p, p.q);
@@ -51,16 +50,21 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
 
     // Positions and the key range each query tile can see.
     Expr valid_keys = clamp(ctl.kv_len(b), 0, p.k_len);
+    // The keys rows [first, last] can see together. The beginning is not clamped to the end (a range
+    // may be empty: begin >= end): bounded by positions alone, it gives bounds inference a first
+    // visible key, and chunk, for windows.
+    auto keys_seen_end = [&](const Expr &last) {
+        return select(ctl.mask_kind == kMaskNone, valid_keys, clamp(p.query_position(last) + 1, 0, valid_keys));
+    };
+    auto keys_seen_begin = [&](const Expr &first) {
+        return select(ctl.mask_kind == kMaskSlidingWindow, max(p.query_position(first) - ctl.window + 1, 0), 0);
+    };
     Expr first_row = it * tile;
     Expr last_row = min(it * tile + (tile - 1), p.q_len - 1);
-    Expr causal_end = clamp(p.query_position(last_row) + 1, 0, valid_keys);
     s.key_end = Func("key_end");
-    s.key_end(it, b) = select(ctl.mask_kind == kMaskNone, valid_keys, causal_end);
-    // Not clamped to key_end (a range may be empty: begin >= end): bounded by positions alone, it
-    // gives bounds inference a first visible key, and chunk, for windows.
+    s.key_end(it, b) = keys_seen_end(last_row);
     s.key_begin = Func("key_begin");
-    s.key_begin(it, b) =
-        select(ctl.mask_kind == kMaskSlidingWindow, max(p.query_position(first_row) - ctl.window + 1, 0), 0);
+    s.key_begin(it, b) = keys_seen_begin(first_row);
     s.chunk_begin = Func("chunk_begin");
     s.chunk_begin(it, b) = s.key_begin(it, b) / chunk;
     s.chunk_end = Func("chunk_end");
@@ -84,22 +88,31 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     };
     Expr chunk_start = c * chunk;
     Expr key_index = chunk_start + jj;
-    // A key loop over the chunk, trimmed (when the blocking asks) to the keys the tile can see, and
-    // further to the chunks where `only_if` holds; returns the loop's key within the chunk.
-    auto visible_keys = [&](RDom &keys, const Expr &only_if) -> Expr {
+    // A key loop over the chunk, trimmed (when the blocking asks) to the keys in [begin, end) (by
+    // default, those the tile can see), and further to the chunks where `only_if` holds; returns the
+    // loop's key within the chunk.
+    auto visible_keys = [&](RDom &keys, const Expr &only_if, Expr begin = Expr(), Expr end = Expr()) -> Expr {
         Expr key = chunk_start + keys;
         if (!blocking.trim_chunk_keys) {
             if (only_if.defined()) keys.where(only_if);
             return keys;
         }
-        Expr visible = key >= s.key_begin(it, b) && key < s.key_end(it, b);
+        Expr tile_begin = s.key_begin(it, b), tile_end = s.key_end(it, b);
+        if (!begin.defined()) begin = tile_begin;
+        if (!end.defined()) end = tile_end;
+        Expr visible = key >= begin && key < end;
         keys.where(only_if.defined() ? only_if && visible : visible);
         // The predicate alone does not bound what bounds inference asks of the scores and
         // probabilities: promising the key within the visible 16-key groups (which the predicate
         // guarantees) makes a diagonal, windowed or padded chunk compute only those groups.
+        // A narrower range (a group of the tile's rows) lies within the tile's: the promise intersects
+        // the two, which bounds inference can bound over several groups (the predicate keeps the
+        // narrower range alone: the loop bounds are solved from it exactly).
+        begin = max(begin, tile_begin);
+        end = min(end, tile_end);
         const int group = kVisibleKeyGroup;
-        Expr first = clamp(s.key_begin(it, b) - chunk_start, 0, chunk - 1) / group * group;
-        Expr last = clamp((s.key_end(it, b) - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
+        Expr first = clamp(begin - chunk_start, 0, chunk - 1) / group * group;
+        Expr last = clamp((end - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
         return unsafe_promise_clamped(keys, first, last);
     };
 
@@ -203,10 +216,28 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.chunk_sum(ii, c, it, h, b) = 0.f;
     s.chunk_sum(ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b);
 
-    Expr rj_clamped_key = key_in_range(rj_key);
+    // P.V over the keys of the chunk that each group of `value_row_group` rows (the schedule's P.V
+    // register block) can see: on a diagonal chunk the block skips the masked triangle at that
+    // granularity rather than the tile's (the scores and probabilities there are computed per tile).
+    s.rv = RDom(0, chunk, "value_keys");
+    Expr value_key;
+    if (blocking.value_row_group > 0) {
+        const int rows = blocking.value_row_group;
+        Var group("group");
+        Expr group_first_row = min(it * tile + group * rows, p.q_len - 1);
+        Expr group_last_row = min(it * tile + group * rows + (rows - 1), p.q_len - 1);
+        s.group_key_begin = Func("group_key_begin");
+        s.group_key_begin(group, it, b) = keys_seen_begin(group_first_row);
+        s.group_key_end = Func("group_key_end");
+        s.group_key_end(group, it, b) = keys_seen_end(group_last_row);
+        value_key = visible_keys(s.rv, Expr(), s.group_key_begin(ii / rows, it, b), s.group_key_end(ii / rows, it, b));
+    } else {
+        value_key = visible_keys(s.rv, Expr());
+    }
     s.chunk_acc = Func("chunk_acc");
     s.chunk_acc(d, ii, c, it, h, b) = 0.f;
-    s.chunk_acc(d, ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b) * s.value(d, rj_clamped_key, kv_head, b);
+    s.chunk_acc(d, ii, c, it, h, b) +=
+        s.probs(ii, value_key, c, it, h, b) * s.value(d, key_in_range(chunk_start + value_key), kv_head, b);
 
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {

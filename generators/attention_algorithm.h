@@ -13,7 +13,8 @@
 //     run in parallel — split-K) or online (one running state per row, rescaled per chunk:
 //     O(1) state, the flash-attention form used on GPUs).
 // Only the chunks a tile can see are visited: causal, sliding-window and padding masks bound the
-// key range of each tile, and RDom predicates trim the loops to it.
+// key range of each tile, and RDom predicates trim the loops to it; P.V's loop is trimmed further,
+// per group of rows (Blocking::value_row_group), so a diagonal chunk skips most of its masked half.
 #pragma once
 
 #include "scheme.h"
@@ -52,6 +53,9 @@ struct Blocking {
     // only the keys and blocks that meet the band index the tables per score. Off: per score everywhere
     // (the CUDA kernels, until the banded form has run on an NVIDIA device).
     bool relative_terms_by_band = true;
+    // P.V's key loop trimmed per group of this many rows of a tile (0: per tile); a schedule's P.V
+    // register block spans one group.
+    int value_row_group = 0;
 };
 
 // Runtime controls shared by every scheme.
@@ -68,6 +72,7 @@ struct AttentionStages {
     Halide::Var ii{"ii"}, jj{"jj"}, c{"c"}, it{"it"}, r{"r"};  // row in tile, key in chunk, chunk, tile, table row
     Halide::RDom rd, rj, rc, rr;                               // over d, keys of a chunk, chunks, value-table rows
     Halide::RDom rk;                                           // keys of a chunk, for a table term's band
+    Halide::RDom rv;                                           // keys of a chunk, for P.V (chunk_acc update 0)
 
     Halide::Func output;                      // (d, i, h, b)
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
@@ -76,7 +81,9 @@ struct AttentionStages {
     Halide::Func key_begin, key_end;          // (it, b): key range a tile can see
     Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see
     Halide::Func row_key_begin, row_key_end;  // (ii, it, b): key range one row can see
-    Halide::Func qk;                          // (ii, jj, c, it, h, b): q.k over d
+    // (group, it, b): key range a group of Blocking::value_row_group rows can see (if it has one)
+    Halide::Func group_key_begin, group_key_end;
+    Halide::Func qk;  // (ii, jj, c, it, h, b): q.k over d
     // (ii, jj, c, it, h, b): scaled, biased, masked; a relative table term by band adds update 0 (over
     // rk): the keys of the chunk within the tile's band.
     Halide::Func scores;

@@ -83,8 +83,11 @@ public:
         }
         for (auto &entry : scalar_inputs_)
             bindings.scheme_inputs.scalars.emplace(entry.first, Expr(*entry.second));
-        pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options),
-                                              cpu_params().blocking, parse_int_list(fast_head_dims));
+        const Blocking blocking = get_target().has_gpu_feature()
+                                      ? cpu_params().blocking
+                                      : cpu_algorithm_blocking(cpu_params(), parse_shape_class(shape_class));
+        pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options), blocking,
+                                              parse_int_list(fast_head_dims));
         out = pipeline_.output;
     }
 

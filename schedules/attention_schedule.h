@@ -37,6 +37,9 @@ struct GpuScheduleParams {
 };
 
 CpuScheduleParams default_cpu_params(ShapeClass shape);
+// The blocking the algorithm is defined with for a CPU schedule: `params.blocking` plus what the
+// schedule's register blocks imply (P.V's value row group).
+Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shape);
 GpuScheduleParams default_gpu_params(ShapeClass shape, const Halide::Target &target);
 
 // The loops of the output Func at which variant stages are computed.

@@ -59,6 +59,34 @@ constexpr int kMaxAccumulatorVectors = 24;
 // loaded feeds one FMA per row; with 3 rows of 8 vectors V streams from L2 faster than it can).
 constexpr int kPvBlockVectors = 4;
 
+// Rows of a prefill P.V register block with a fixed head_dim: at most pv_block_rows, at most 24
+// accumulator vectors (of 32 registers; the rest hold V and the broadcast P), and a divisor of the
+// tile so that blocks align with tiles.
+int pv_rows_for(const CpuScheduleParams &params, int head_dim) {
+    const int vectors = std::max(1, head_dim / params.vector_width);
+    const bool in_parts = vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0;
+    const int part_vectors = in_parts ? kPvBlockVectors : vectors;
+    int rows = std::max(1, params.pv_block_rows);
+    while (rows > 1 && (rows * part_vectors > kMaxAccumulatorVectors || params.blocking.query_tile % rows != 0))
+        rows--;
+    return rows;
+}
+
+}  // namespace
+
+Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shape) {
+    Blocking blocking = params.blocking;
+    // P.V trimmed per register block (a two-pass prefill's blocks span the same rows for the fast
+    // head dims: D = 64 and 128 take blocks of at most 4 accumulator vectors).
+    if (shape == ShapeClass::Prefill && blocking.merge == Merge::TwoPass && blocking.trim_chunk_keys &&
+        blocking.query_tile > 1) {
+        blocking.value_row_group = pv_rows_for(params, kPvBlockVectors * params.vector_width);
+    }
+    return blocking;
+}
+
+namespace {
+
 // The per-chunk temporaries (constant size: tile x chunk at most) live on the task's stack: one
 // heap allocation and free per chunk and stage would otherwise cost more than a small chunk's
 // arithmetic, and contend for the allocator between threads. The P.V block only with a fixed D.
@@ -290,8 +318,9 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         .vectorize(s.ii, vw, guard);
 
     const bool two_pass = s.blocking.merge == Merge::TwoPass;
-    // P.V register block rows: at most 24 accumulator vectors (of 32 registers; the rest hold V and
-    // the broadcast P), so a large fixed head_dim gets fewer rows than the tuned (D = 64) value.
+    // P.V register block rows: the algorithm's value row group when it has one (its key loop is
+    // trimmed per group); otherwise at most 24 accumulator vectors, so a large fixed head_dim gets
+    // fewer rows than the tuned (D = 64) value.
     int pv_rows = p.pv_block_rows;
     int pv_part_width = 0;  // channels of d a P.V block covers at a time (a fixed head_dim only)
     if (const auto *fixed = s.head_dim.as<Internal::IntImm>(); fixed_head_dim && fixed) {
@@ -299,10 +328,9 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         const int vectors = std::max(1, head_dim / vw);
         const bool in_parts = vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 && head_dim % vw == 0;
         pv_part_width = in_parts ? kPvBlockVectors * vw : head_dim;
-        const int part_vectors = in_parts ? kPvBlockVectors : vectors;
-        while (pv_rows > 1 && (pv_rows * part_vectors > kMaxAccumulatorVectors || tile % pv_rows != 0))
-            pv_rows--;
+        pv_rows = pv_rows_for(p, head_dim);
     }
+    if (s.blocking.value_row_group > 0) pv_rows = s.blocking.value_row_group;
     const bool rows_in_blocks = two_pass && tile % pv_rows == 0;
     const LoopLevel per_chunk = chunk_level(s);
     if (two_pass) {
@@ -377,12 +405,16 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         s.chunk_acc.update(0)
             .split(s.d, d_part, d_block, pv_part_width)
             .split(d_block, d_block, d_lane, vw)
-            .reorder(d_lane, d_block, s.ii, s.rj, d_part)
+            .reorder(d_lane, d_block, s.ii, s.rv, d_part)
             .vectorize(d_lane)
             .unroll(d_block)
             .unroll(s.ii);
     } else {
-        s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).vectorize(s.d, vw, guard);
+        s.chunk_acc.update(0).reorder(s.d, s.ii, s.rv).vectorize(s.d, vw, guard);
+    }
+    if (s.blocking.value_row_group > 0) {
+        for (Func bound : {s.group_key_begin, s.group_key_end})
+            bound.compute_at(output, loops.task);
     }
     if (s.has_value_term) {
         s.value_tails.compute_at(per_chunk).vectorize(s.ii, vw, guard);
@@ -448,11 +480,11 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     if (fixed_head_dim) {
         s.chunk_acc.update(0)
             .split(s.d, d_block, d_lane, vw)
-            .reorder(d_lane, d_block, s.ii, s.rj)
+            .reorder(d_lane, d_block, s.ii, s.rv)
             .vectorize(d_lane)
             .unroll(d_block);
     } else {
-        s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).vectorize(s.d, vw, guard);
+        s.chunk_acc.update(0).reorder(s.d, s.ii, s.rv).vectorize(s.d, vw, guard);
     }
     if (s.has_value_term) {
         s.value_tails.compute_at(per_chunk);

@@ -232,7 +232,7 @@ void schedule_variant_gpu(AttentionStages &s, Func output, const OutputLoops &lo
                 .bound_extent(s.h, 1)
                 .bound_extent(s.b, 1);
             s.chunk_acc.unroll(s.d).unroll(s.ii);
-            s.chunk_acc.update(0).reorder(s.d, s.ii, s.rj).unroll(s.d).unroll(s.ii);
+            s.chunk_acc.update(0).reorder(s.d, s.ii, s.rv).unroll(s.d).unroll(s.ii);
             for (int u = 1; u < s.chunk_acc.num_update_definitions(); u++) {  // the value term's
                 if (!s.chunk_acc.rvars(u).empty()) s.chunk_acc.update(u).reorder(s.d, s.ii, s.rr);
                 s.chunk_acc.update(u).unroll(s.d).unroll(s.ii);

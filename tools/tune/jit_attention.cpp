@@ -261,8 +261,9 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
             bindings_.scheme_inputs.channel_dims[spec.name] = spec.channel_dim;
         }
     }
-    pipeline_ = define_attention_pipeline(bindings_, scheme, parse_scheme_options(options), candidate.params.blocking,
-                                          {head_dim}, /*generic=*/false);
+    pipeline_ = define_attention_pipeline(bindings_, scheme, parse_scheme_options(options),
+                                          cpu_algorithm_blocking(candidate.params, shape_class), {head_dim},
+                                          /*generic=*/false);
     for (ImageParam *input : {&bindings_.q, &bindings_.k, &bindings_.v}) {
         input->dim(0).set_min(0).set_stride(1);
         for (int d = 1; d < 4; d++)
