@@ -44,6 +44,11 @@ struct Options {
     std::string target = ATTNGEN_TUNE_DEFAULT_TARGET;
     std::string out;
     int repetitions = 7;
+    // Other entries of the file (scheme[:options], same shape class and head dim) whose parameters are
+    // measured as starting points and always reach the playoff: schemes that share plain attention's
+    // loops can start from its tuned blocking.
+    std::vector<std::string> start_from;
+    int playoff_rounds = 3;
 };
 
 struct Measured {
@@ -365,18 +370,24 @@ CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
 // percent, so its best can be a lucky draw. The few fastest candidates (the hand schedule always among
 // them) are measured again, round-robin, and the best median over those rounds wins; `best` and
 // `hand` take their playoff figures. Returns the playoff's record for the file.
-json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand,
-                 const std::function<Measured(const Candidate &)> &measure_again) {
-    constexpr int kFinalists = 3, kRounds = 3;
+// `required`: candidates that reach the playoff whatever their search figures (the starting points).
+json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand, const std::vector<Measured> &required,
+                 int rounds, const std::function<Measured(const Candidate &)> &measure_again) {
+    constexpr int kFinalists = 3;
+    const int kRounds = rounds;
     std::stable_sort(measured.begin(), measured.end(),
                      [](const Measured &a, const Measured &b) { return a.gflops > b.gflops; });
     std::vector<Measured> finalists = {hand};
+    auto known = [&](const Measured &m) {
+        return std::any_of(finalists.begin(), finalists.end(),
+                           [&](const Measured &f) { return f.candidate.describe() == m.candidate.describe(); });
+    };
+    for (const Measured &m : required) {
+        if (!known(m)) finalists.push_back(m);
+    }
     for (const Measured &m : measured) {
-        if (int(finalists.size()) == kFinalists) break;
-        const bool known = std::any_of(finalists.begin(), finalists.end(), [&](const Measured &f) {
-            return f.candidate.describe() == m.candidate.describe();
-        });
-        if (!known) finalists.push_back(m);
+        if (int(finalists.size()) >= kFinalists) break;
+        if (!known(m)) finalists.push_back(m);
     }
     std::vector<std::vector<double>> rates(finalists.size());
     for (int round = 0; round < kRounds; round++) {
@@ -400,7 +411,7 @@ json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand,
 }
 
 json tune_entry(const std::string &scheme, const std::string &options, ShapeClass shape, const Options &opt,
-                const Halide::Target &target, const json *previous) {
+                const Halide::Target &target, const json *previous, const std::vector<Candidate> &starts) {
     std::fprintf(stderr, "%s%s %s, head_dim %d, budget %.0f s, seed %llu\n", scheme.c_str(),
                  options.empty() ? "" : (" (" + options + ")").c_str(), shape_class_name(shape), opt.head_dim,
                  opt.budget, (unsigned long long)opt.seed);
@@ -420,12 +431,14 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     if (!hand.ok) throw std::runtime_error("the hand schedule fails: " + hand.failure);
     Measured best = hand;
     json previous_rate = nullptr;
+    std::vector<Measured> required;  // the previous winner and the starting points
     if (previous && previous->contains("params")) {
         Candidate incumbent{params_from_json((*previous)["params"], shape), ""};
         if (tried.insert(incumbent.describe()).second) {
             Measured m = measure(scheme, options, shape, opt.head_dim, incumbent, target, opt.repetitions);
             if (m.ok) {
                 previous_rate = m.gflops;
+                required.push_back(m);
                 if (m.gflops > best.gflops) best = m;
             } else {
                 record_failure(m);
@@ -434,10 +447,20 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             previous_rate = hand.gflops;
         }
     }
+    for (const Candidate &c : starts) {
+        if (!tried.insert(c.describe()).second) continue;
+        Measured m = measure(scheme, options, shape, opt.head_dim, c, target, opt.repetitions);
+        if (!m.ok) {
+            record_failure(m);
+            continue;
+        }
+        required.push_back(m);
+        if (m.gflops > best.gflops) best = m;
+    }
     const auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::vector<Measured> measured = {hand};
-    if (best.candidate.describe() != hand.candidate.describe()) measured.push_back(best);
+    measured.insert(measured.end(), required.begin(), required.end());
     auto consider = [&](const Candidate &c) {
         if (!tried.insert(c.describe()).second) return;
         Measured m = measure(scheme, options, shape, opt.head_dim, c, target, opt.repetitions);
@@ -471,7 +494,7 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     for (int attempts = 0; elapsed() < opt.budget && attempts < 2000; attempts++)
         consider((rng() % 10 < 7) ? neighbour(best.candidate, space, rng) : random_candidate(space, rng));
     std::fprintf(stderr, "\n");
-    const json playoff = run_playoff(measured, best, hand, [&](const Candidate &c) {
+    const json playoff = run_playoff(measured, best, hand, required, opt.playoff_rounds, [&](const Candidate &c) {
         return measure(scheme, options, shape, opt.head_dim, c, target, opt.repetitions);
     });
 
@@ -521,6 +544,8 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             {"autoschedulers", autoscheduled},
             {"tuning_shapes", shapes},
             {"playoff", playoff},
+            {"playoff_rounds", opt.playoff_rounds},
+            {"started_from", opt.start_from},
             {"candidates",
              {{"tried", int(tried.size())}, {"failed_to_compile", failed_compile}, {"failed_check", failed_check}}},
             {"failures", failures},
@@ -534,9 +559,12 @@ int usage() {
         << "usage: attngen-tune [--scheme NAME[:OPTIONS]]... [--all] [--shape prefill|decode]... [--head-dim D]\n"
            "                    [--budget SECONDS] [--seed N] [--autoschedulers LIST|all|none] [--target T]\n"
            "                    [--repetitions N] [--autoscheduler-timeout SECONDS] [--adams-beam N] [--out FILE]\n"
+           "                    [--start-from SCHEME[:OPTIONS]]... [--playoff-rounds N]\n"
            "Tunes the CPU schedule per (scheme, shape class) and merges the winners into FILE\n"
            "(default schedules/tuned/<target>.json). --all tunes every scheme the build knows.\n"
-           "--adams-beam: Adams2019's beam size (default 1, its greedy mode; 32 is its full search).\n";
+           "--adams-beam: Adams2019's beam size (default 1, its greedy mode; 32 is its full search).\n"
+           "--start-from: also start from that scheme's entry in FILE (same shape class and head dim); it\n"
+           "always reaches the playoff. --playoff-rounds: rounds of the final round-robin (default 3).\n";
     return 2;
 }
 
@@ -582,6 +610,10 @@ int main(int argc, char **argv) {
                 opt.repetitions = std::stoi(value());
             } else if (arg == "--target") {
                 opt.target = value();
+            } else if (arg == "--start-from") {
+                opt.start_from.push_back(value());
+            } else if (arg == "--playoff-rounds") {
+                opt.playoff_rounds = std::max(1, std::stoi(value()));
             } else if (arg == "--out") {
                 opt.out = value();
             } else if (arg == "--measure-one") {
@@ -656,7 +688,20 @@ int main(int argc, char **argv) {
                 };
                 const auto found = std::find_if(entries.begin(), entries.end(), same_entry);
                 const json previous = found != entries.end() ? *found : json(nullptr);
-                json entry = tune_entry(scheme, options, shape, opt, target, previous.is_null() ? nullptr : &previous);
+                std::vector<Candidate> starts;
+                for (const std::string &name : opt.start_from) {
+                    const size_t colon = name.find(':');
+                    const std::string start_scheme = name.substr(0, colon);
+                    const std::string start_options = colon == std::string::npos ? "" : name.substr(colon + 1);
+                    const auto start = std::find_if(entries.begin(), entries.end(), [&](const json &e) {
+                        return e["scheme"] == start_scheme && e["options"] == start_options &&
+                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim;
+                    });
+                    if (start == entries.end()) throw std::runtime_error("no entry to start from: " + name);
+                    starts.push_back(Candidate{params_from_json((*start)["params"], shape), ""});
+                }
+                json entry =
+                    tune_entry(scheme, options, shape, opt, target, previous.is_null() ? nullptr : &previous, starts);
                 entries.erase(std::remove_if(entries.begin(), entries.end(), same_entry), entries.end());
                 entries.push_back(entry);
                 std::ofstream out(opt.out);
