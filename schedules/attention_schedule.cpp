@@ -35,10 +35,20 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
             schedule_variant_cpu(pipeline.variants[n], pipeline.output, loops, cpu, shape, fixed);
         }
     }
+    // CPU prefill decides its parallel loops per head_dim branch (a specialization copies the schedule
+    // made before it, so each branch gets its own).
+    const bool parallel_per_branch = !on_gpu && shape == ShapeClass::Prefill;
+    const Halide::Expr pairs = pipeline.variants.front().heads * pipeline.variants.front().batch;
     for (int fixed : pipeline.head_dims) {
-        if (fixed > 0) pipeline.output.specialize(pipeline.head_dim == fixed);
+        if (fixed == 0) continue;
+        Halide::Stage branch = pipeline.output.specialize(pipeline.head_dim == fixed);
+        if (parallel_per_branch) parallelize_output_cpu(branch, loops, cpu, pairs);
     }
-    if (pipeline.head_dims.back() != 0) pipeline.output.specialize_fail("attngen: no variant for this head_dim");
+    if (pipeline.head_dims.back() != 0) {
+        pipeline.output.specialize_fail("attngen: no variant for this head_dim");
+    } else if (parallel_per_branch) {
+        parallelize_output_cpu(pipeline.output, loops, cpu, pairs);
+    }
 }
 
 void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target) {

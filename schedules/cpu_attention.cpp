@@ -39,16 +39,28 @@ OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, Sh
     OutputLoops loops;
     Var d("d"), i("i"), h("h"), b("b"), ii("ii"), row_block("row_block"), row("row");
     const int tile = params.blocking.query_tile;
-    output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf)
-        .fuse(h, b, loops.heads)
-        .fuse(loops.tile, loops.heads, loops.task)
-        .parallel(loops.task);
+    if (shape == ShapeClass::Prefill) {
+        output.split(i, loops.task, ii, tile, TailStrategy::GuardWithIf).fuse(h, b, loops.heads);
+    } else {
+        output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf)
+            .fuse(h, b, loops.heads)
+            .fuse(loops.tile, loops.heads, loops.task)
+            .parallel(loops.task);
+    }
     if (shape == ShapeClass::Prefill && tile % params.pv_block_rows == 0) {
         output.split(ii, row_block, row, params.pv_block_rows, TailStrategy::GuardWithIf)
             .reorder(d, row, row_block, loops.task);
     }
     output.vectorize(d, params.vector_width, TailStrategy::GuardWithIf);
     return loops;
+}
+
+void parallelize_output_cpu(Stage branch, const OutputLoops &loops, const CpuScheduleParams &params,
+                            const Expr &head_batch_pairs) {
+    // One thread per pair: its tiles reuse the pair's keys and values from that core's L2 (and its
+    // transformed keys, computed per pair). With few pairs, tiles are nested parallel tasks as well.
+    branch.specialize(head_batch_pairs >= params.parallel_heads_min).parallel(loops.heads);
+    branch.parallel(loops.heads).parallel(loops.task);
 }
 
 namespace {
@@ -264,17 +276,13 @@ void schedule_transformed_rows(Func rows, const AttentionStages &s, int vw, bool
         rows.specialize(condition);
 }
 
-// Transformed keys (RoPE, xPos): once per call for prefill (every query tile reads every key), per
-// key chunk for decode (each key is read once: rotating it where it is used saves a pass over K).
-void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel *per_chunk = nullptr) {
+// Transformed keys (RoPE, xPos): for prefill once per (head, batch) pair, before its query tiles
+// (every tile reads every key; computed there they stay in the core's L2 rather than making a
+// round trip through memory as a call-wide buffer); per key chunk for decode (each key is read
+// once: rotating it where it is used saves a pass over K).
+void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel &level) {
     if (!s.transforms_key) return;
-    std::vector<Var> args = s.key.args();  // (d, j, g, b)
-    if (per_chunk) {
-        s.key.compute_at(*per_chunk);
-    } else {
-        Var g_b("g_b");
-        s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
-    }
+    s.key.compute_at(level);
     schedule_transformed_rows(s.key, s, vw, fixed_head_dim);
 }
 
@@ -423,7 +431,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         schedule_value_term_updates(s, vw);
     }
 
-    schedule_key_transform(s, vw, fixed_head_dim);
+    schedule_key_transform(s, vw, fixed_head_dim, LoopLevel(output, loops.heads));
     schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
 }
 
@@ -492,7 +500,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         schedule_value_term_updates(s, vw);
     }
 
-    schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);
+    schedule_key_transform(s, vw, fixed_head_dim, per_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 
