@@ -23,11 +23,6 @@ struct CpuScheduleParams {
     int qk_block_keys = 8;    // keys per QK register block (unrolled)
     int pv_block_rows = 4;    // rows per P.V register block (unrolled)
     bool split_keys = false;  // decode: parallel over key chunks as well as heads
-    // Prefill: with at least this many (head, batch) pairs, each runs all its query tiles on one
-    // thread (its keys, values and transformed keys stay in that core's cache); with fewer, the
-    // tiles of each pair run in parallel too. No tuner knob: it depends on the core count, not
-    // the kernel (see the README).
-    int parallel_heads_min = 8;
 };
 
 // Tunable parameters of the GPU schedule.
@@ -49,19 +44,15 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Halide::Target &tar
 
 // The loops of the output Func at which variant stages are computed.
 struct OutputLoops {
-    Halide::Var task{"task"};  // CPU: one query tile of one (head, batch); decode: one (tile, head, batch)
+    Halide::Var task{"task"};  // CPU: one parallel task (query tile, head, batch), or one tile of a pair's task
     Halide::Var tile{"tile"};  // query tile (GPU block)
-    Halide::Var heads{"hb"};   // fused head x batch (CPU prefill: outer loop; GPU block)
+    Halide::Var heads{"hb"};   // fused head x batch (GPU block; CPU: the parallel task with tasks_per_pair)
 };
 
-// CPU: the output is split into query tiles. Prefill: a loop over (head, batch) pairs, query tiles
-// inside, made parallel per branch by parallelize_output_cpu; decode: (tile, head, batch) tasks in
-// parallel.
-OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape);
-// Prefill: (head, batch) pairs in parallel; below params.parallel_heads_min pairs, their tiles too.
-// `branch`: the output's definition or one of its specializations (each needs its own).
-void parallelize_output_cpu(Halide::Stage branch, const OutputLoops &loops, const CpuScheduleParams &params,
-                            const Halide::Expr &head_batch_pairs);
+// CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel, or with
+// `tasks_per_pair`, (head, batch) pairs do, each running its tiles in order.
+OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape,
+                                bool tasks_per_pair);
 // `fixed_head_dim`: the variant's head_dim is a compile-time constant (D fast path: register blocks unrolled).
 void schedule_variant_cpu(AttentionStages &s, Halide::Func output, const OutputLoops &loops,
                           const CpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);

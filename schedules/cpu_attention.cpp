@@ -35,12 +35,12 @@ CpuScheduleParams default_cpu_params(ShapeClass shape) {
     return params;
 }
 
-OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape) {
+OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape, bool tasks_per_pair) {
     OutputLoops loops;
     Var d("d"), i("i"), h("h"), b("b"), ii("ii"), row_block("row_block"), row("row");
     const int tile = params.blocking.query_tile;
-    if (shape == ShapeClass::Prefill) {
-        output.split(i, loops.task, ii, tile, TailStrategy::GuardWithIf).fuse(h, b, loops.heads);
+    if (tasks_per_pair) {
+        output.split(i, loops.task, ii, tile, TailStrategy::GuardWithIf).fuse(h, b, loops.heads).parallel(loops.heads);
     } else {
         output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf)
             .fuse(h, b, loops.heads)
@@ -53,14 +53,6 @@ OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, Sh
     }
     output.vectorize(d, params.vector_width, TailStrategy::GuardWithIf);
     return loops;
-}
-
-void parallelize_output_cpu(Stage branch, const OutputLoops &loops, const CpuScheduleParams &params,
-                            const Expr &head_batch_pairs) {
-    // One thread per pair: its tiles reuse the pair's keys and values from that core's L2 (and its
-    // transformed keys, computed per pair). With few pairs, tiles are nested parallel tasks as well.
-    branch.specialize(head_batch_pairs >= params.parallel_heads_min).parallel(loops.heads);
-    branch.parallel(loops.heads).parallel(loops.task);
 }
 
 namespace {
@@ -277,9 +269,9 @@ void schedule_transformed_rows(Func rows, const AttentionStages &s, int vw, bool
 }
 
 // Transformed keys (RoPE, xPos): for prefill once per (head, batch) pair, before its query tiles
-// (every tile reads every key; computed there they stay in the core's L2 rather than making a
-// round trip through memory as a call-wide buffer); per key chunk for decode (each key is read
-// once: rotating it where it is used saves a pass over K).
+// (every tile reads every key: computed there they stay in the core's L2 rather than making a round
+// trip through memory as a call-wide buffer); per key chunk for decode (each key
+// is read once: rotating it where it is used saves a pass over K).
 void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel &level) {
     if (!s.transforms_key) return;
     s.key.compute_at(level);
@@ -431,6 +423,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         schedule_value_term_updates(s, vw);
     }
 
+    // Transformed keys per (head, batch) pair (a scheme that has them gets per-pair tasks: schedule_attention).
     schedule_key_transform(s, vw, fixed_head_dim, LoopLevel(output, loops.heads));
     schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
 }
