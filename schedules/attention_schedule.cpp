@@ -25,13 +25,8 @@ class WidenBoolLets : public Halide::Internal::IRMutator {
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
                         const CpuScheduleParams &cpu, const GpuScheduleParams &gpu) {
     const bool on_gpu = target.has_gpu_feature();
-    // CPU prefill of a scheme that transforms keys (RoPE, xPos): one task per (head, batch) pair, which
-    // transforms the pair's keys and then runs its query tiles while they are in the core's cache. For
-    // every scheme this order measured 2-3 % faster, but it lengthens generation (Halide partitions the
-    // tile loop: ~1.5x), which the default kernel set cannot afford for all of them.
-    const bool tasks_per_pair = shape == ShapeClass::Prefill && pipeline.variants.front().transforms_key;
-    OutputLoops loops = on_gpu ? schedule_output_gpu(pipeline.output, gpu, shape)
-                               : schedule_output_cpu(pipeline.output, cpu, shape, tasks_per_pair);
+    OutputLoops loops =
+        on_gpu ? schedule_output_gpu(pipeline.output, gpu, shape) : schedule_output_cpu(pipeline.output, cpu, shape);
     for (size_t n = 0; n < pipeline.variants.size(); n++) {
         const bool fixed = pipeline.head_dims[n] > 0;
         if (on_gpu) {

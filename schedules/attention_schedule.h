@@ -44,15 +44,13 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Halide::Target &tar
 
 // The loops of the output Func at which variant stages are computed.
 struct OutputLoops {
-    Halide::Var task{"task"};  // CPU: one parallel task (query tile, head, batch), or one tile of a pair's task
+    Halide::Var task{"task"};  // one parallel task: (query tile, head, batch)
     Halide::Var tile{"tile"};  // query tile (GPU block)
-    Halide::Var heads{"hb"};   // fused head x batch (GPU block; CPU: the parallel task with tasks_per_pair)
+    Halide::Var heads{"hb"};   // fused head x batch (GPU block)
 };
 
-// CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel, or with
-// `tasks_per_pair`, (head, batch) pairs do, each running its tiles in order.
-OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape,
-                                bool tasks_per_pair);
+// CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel.
+OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape);
 // `fixed_head_dim`: the variant's head_dim is a compile-time constant (D fast path: register blocks unrolled).
 void schedule_variant_cpu(AttentionStages &s, Halide::Func output, const OutputLoops &loops,
                           const CpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);

@@ -35,18 +35,14 @@ CpuScheduleParams default_cpu_params(ShapeClass shape) {
     return params;
 }
 
-OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape, bool tasks_per_pair) {
+OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape) {
     OutputLoops loops;
     Var d("d"), i("i"), h("h"), b("b"), ii("ii"), row_block("row_block"), row("row");
     const int tile = params.blocking.query_tile;
-    if (tasks_per_pair) {
-        output.split(i, loops.task, ii, tile, TailStrategy::GuardWithIf).fuse(h, b, loops.heads).parallel(loops.heads);
-    } else {
-        output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf)
-            .fuse(h, b, loops.heads)
-            .fuse(loops.tile, loops.heads, loops.task)
-            .parallel(loops.task);
-    }
+    output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf)
+        .fuse(h, b, loops.heads)
+        .fuse(loops.tile, loops.heads, loops.task)
+        .parallel(loops.task);
     if (shape == ShapeClass::Prefill && tile % params.pv_block_rows == 0) {
         output.split(ii, row_block, row, params.pv_block_rows, TailStrategy::GuardWithIf)
             .reorder(d, row, row_block, loops.task);
@@ -268,13 +264,17 @@ void schedule_transformed_rows(Func rows, const AttentionStages &s, int vw, bool
         rows.specialize(condition);
 }
 
-// Transformed keys (RoPE, xPos): for prefill once per (head, batch) pair, before its query tiles
-// (every tile reads every key: computed there they stay in the core's L2 rather than making a round
-// trip through memory as a call-wide buffer); per key chunk for decode (each key
-// is read once: rotating it where it is used saves a pass over K).
-void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel &level) {
+// Transformed keys (RoPE, xPos): once per call for prefill (every query tile reads every key), per
+// key chunk for decode (each key is read once: rotating it where it is used saves a pass over K).
+void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel *per_chunk = nullptr) {
     if (!s.transforms_key) return;
-    s.key.compute_at(level);
+    std::vector<Var> args = s.key.args();  // (d, j, g, b)
+    if (per_chunk) {
+        s.key.compute_at(*per_chunk);
+    } else {
+        Var g_b("g_b");
+        s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
+    }
     schedule_transformed_rows(s.key, s, vw, fixed_head_dim);
 }
 
@@ -423,8 +423,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         schedule_value_term_updates(s, vw);
     }
 
-    // Transformed keys per (head, batch) pair (a scheme that has them gets per-pair tasks: schedule_attention).
-    schedule_key_transform(s, vw, fixed_head_dim, LoopLevel(output, loops.heads));
+    schedule_key_transform(s, vw, fixed_head_dim);
     schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
 }
 
@@ -493,7 +492,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         schedule_value_term_updates(s, vw);
     }
 
-    schedule_key_transform(s, vw, fixed_head_dim, per_chunk);
+    schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 
