@@ -374,7 +374,6 @@ CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
 json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand, const std::vector<Measured> &required,
                  int rounds, const std::function<Measured(const Candidate &)> &measure_again) {
     constexpr int kFinalists = 3;
-    const int kRounds = rounds;
     std::stable_sort(measured.begin(), measured.end(),
                      [](const Measured &a, const Measured &b) { return a.gflops > b.gflops; });
     std::vector<Measured> finalists = {hand};
@@ -390,7 +389,7 @@ json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand,
         if (!known(m)) finalists.push_back(m);
     }
     std::vector<std::vector<double>> rates(finalists.size());
-    for (int round = 0; round < kRounds; round++) {
+    for (int round = 0; round < rounds; round++) {
         for (size_t n = 0; n < finalists.size(); n++) {
             Measured m = measure_again(finalists[n].candidate);
             rates[n].push_back(m.ok ? m.gflops : 0.0);
@@ -405,7 +404,7 @@ json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand,
     }
     best = finalists[winner];
     hand.gflops = finalists[0].gflops;
-    std::fprintf(stderr, "  playoff of %zu over %d rounds: %s\n", finalists.size(), kRounds,
+    std::fprintf(stderr, "  playoff of %zu over %d rounds: %s\n", finalists.size(), rounds,
                  best.candidate.describe().c_str());
     return record;
 }
@@ -432,31 +431,29 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     Measured best = hand;
     json previous_rate = nullptr;
     std::vector<Measured> required;  // the previous winner and the starting points
-    if (previous && previous->contains("params")) {
-        Candidate incumbent{params_from_json((*previous)["params"], shape), ""};
-        if (tried.insert(incumbent.describe()).second) {
-            Measured m = measure(scheme, options, shape, opt.head_dim, incumbent, target, opt.repetitions);
-            if (m.ok) {
-                previous_rate = m.gflops;
-                required.push_back(m);
-                if (m.gflops > best.gflops) best = m;
-            } else {
-                record_failure(m);
-            }
-        } else {
-            previous_rate = hand.gflops;
-        }
-    }
-    for (const Candidate &c : starts) {
-        if (!tried.insert(c.describe()).second) continue;
+    // Measures a candidate that must reach the playoff; false if it was already tried or fails.
+    auto measure_required = [&](const Candidate &c) {
+        if (!tried.insert(c.describe()).second) return false;
         Measured m = measure(scheme, options, shape, opt.head_dim, c, target, opt.repetitions);
         if (!m.ok) {
             record_failure(m);
-            continue;
+            return false;
         }
         required.push_back(m);
         if (m.gflops > best.gflops) best = m;
+        return true;
+    };
+    if (previous && previous->contains("params")) {
+        Candidate incumbent{params_from_json((*previous)["params"], shape), ""};
+        const bool is_hand = incumbent.describe() == hand_candidate.describe();
+        if (measure_required(incumbent)) {
+            previous_rate = required.back().gflops;
+        } else if (is_hand) {
+            previous_rate = hand.gflops;
+        }
     }
+    for (const Candidate &c : starts)
+        measure_required(c);
     const auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     std::vector<Measured> measured = {hand};
@@ -554,6 +551,13 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             {"date", now_utc()}};
 }
 
+// "scheme[:options]" as (scheme, options).
+std::pair<std::string, std::string> split_scheme(const std::string &name) {
+    const size_t colon = name.find(':');
+    if (colon == std::string::npos) return {name, ""};
+    return {name.substr(0, colon), name.substr(colon + 1)};
+}
+
 int usage() {
     std::cerr
         << "usage: attngen-tune [--scheme NAME[:OPTIONS]]... [--all] [--shape prefill|decode]... [--head-dim D]\n"
@@ -592,10 +596,7 @@ int main(int argc, char **argv) {
         };
         try {
             if (arg == "--scheme") {
-                std::string v = value();
-                const size_t colon = v.find(':');
-                opt.schemes.push_back(colon == std::string::npos ? std::pair{v, std::string()}
-                                                                 : std::pair{v.substr(0, colon), v.substr(colon + 1)});
+                opt.schemes.push_back(split_scheme(value()));
             } else if (arg == "--all") {
                 all = true;
             } else if (arg == "--shape") {
@@ -682,21 +683,21 @@ int main(int argc, char **argv) {
         for (ShapeClass shape : opt.shapes) {
             try {
                 json &entries = file["entries"];
-                auto same_entry = [&](const json &e) {
-                    return e["scheme"] == scheme && e["options"] == options &&
-                           e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim;
+                // The entry of a (scheme, options) for this shape class and head dim.
+                auto entry_of = [&](const std::string &entry_scheme, const std::string &entry_options) {
+                    return [&, entry_scheme, entry_options](const json &e) {
+                        return e["scheme"] == entry_scheme && e["options"] == entry_options &&
+                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim;
+                    };
                 };
+                const auto same_entry = entry_of(scheme, options);
                 const auto found = std::find_if(entries.begin(), entries.end(), same_entry);
                 const json previous = found != entries.end() ? *found : json(nullptr);
                 std::vector<Candidate> starts;
                 for (const std::string &name : opt.start_from) {
-                    const size_t colon = name.find(':');
-                    const std::string start_scheme = name.substr(0, colon);
-                    const std::string start_options = colon == std::string::npos ? "" : name.substr(colon + 1);
-                    const auto start = std::find_if(entries.begin(), entries.end(), [&](const json &e) {
-                        return e["scheme"] == start_scheme && e["options"] == start_options &&
-                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim;
-                    });
+                    const auto [start_scheme, start_options] = split_scheme(name);
+                    const auto start =
+                        std::find_if(entries.begin(), entries.end(), entry_of(start_scheme, start_options));
                     if (start == entries.end()) throw std::runtime_error("no entry to start from: " + name);
                     starts.push_back(Candidate{params_from_json((*start)["params"], shape), ""});
                 }
