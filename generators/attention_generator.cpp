@@ -32,6 +32,9 @@ public:
     GeneratorParam<std::string> scheme_options{"scheme_options", ""};
     GeneratorParam<std::string> shape_class{"shape_class", "prefill"};
     GeneratorParam<std::string> fast_head_dims{"fast_head_dims", "64,128"};
+    // Fast paths of an x86 CPU target without AVX2 (pre-2013 CPUs): the fallback of the multi-target
+    // library. "0": none, the generic path only, which generates ~8x faster than 64 and 128 do.
+    GeneratorParam<std::string> fallback_fast_head_dims{"fallback_fast_head_dims", "0"};
     // Schedule parameters; 0 keeps the default of the shape class (schedules/tuned files set them).
     GeneratorParam<int> query_tile{"query_tile", 0};
     GeneratorParam<int> key_chunk{"key_chunk", 0};
@@ -58,6 +61,8 @@ public:
     Input<float> scale{"scale"};
     Input<int32_t> mask_kind{"mask_kind"};
     Input<int32_t> window{"window"};
+    // The caller's thread-pool size (the runtime supplies it): CPU schedules pick parallel loops by it.
+    Input<int32_t> threads{"threads"};
     Output<Buffer<>> out{"out", 4};
 
     void configure() {
@@ -87,7 +92,7 @@ public:
                                       ? cpu_params().blocking
                                       : cpu_algorithm_blocking(cpu_params(), parse_shape_class(shape_class));
         pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options), blocking,
-                                              parse_int_list(fast_head_dims));
+                                              target_fast_head_dims());
         out = pipeline_.output;
     }
 
@@ -116,7 +121,7 @@ public:
         if (query_tile > 0) gpu.blocking.query_tile = query_tile;
         if (key_chunk > 0) gpu.blocking.key_chunk = key_chunk;
         if (!merge.value().empty()) gpu.blocking.merge = parse_merge(merge);
-        schedule_attention(pipeline_, get_target(), shape, cpu_params(), gpu);
+        schedule_attention(pipeline_, get_target(), shape, cpu_params(), gpu, threads);
         add_gpu_lowering_fixes(get_pipeline(), get_target());
     }
 
@@ -125,6 +130,16 @@ private:
         if (dtype.value() == "f32") return Float(32);
         if (dtype.value() == "bf16") return BFloat(16);
         throw std::runtime_error("attngen: dtype must be f32 or bf16, got '" + dtype.value() + "'");
+    }
+
+    std::vector<int> target_fast_head_dims() const {
+        const Target target = get_target();
+        const bool fallback =
+            target.arch == Target::X86 && !target.has_feature(Target::AVX2) && !target.has_gpu_feature();
+        std::vector<int> head_dims;
+        for (int head_dim : parse_int_list(fallback ? fallback_fast_head_dims : fast_head_dims))
+            if (head_dim > 0) head_dims.push_back(head_dim);
+        return head_dims;
     }
 
     CpuScheduleParams cpu_params() const {
@@ -156,6 +171,7 @@ private:
         scale.set_estimate(0.125f);
         mask_kind.set_estimate(kMaskCausal);
         window.set_estimate(0);
+        threads.set_estimate(2);
         for (auto &entry : buffer_inputs_) {
             Region estimates;
             for (int dim = 0; dim < entry.first.dimensions; dim++)

@@ -44,13 +44,18 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Halide::Target &tar
 
 // The loops of the output Func at which variant stages are computed.
 struct OutputLoops {
-    Halide::Var task{"task"};  // one parallel task: (query tile, head, batch)
-    Halide::Var tile{"tile"};  // query tile (GPU block)
-    Halide::Var heads{"hb"};   // fused head x batch (GPU block)
+    Halide::Var task{"task"};          // CPU: one query tile of one (head, batch)
+    Halide::Var tile_run{"tile_run"};  // CPU with tiles_per_task: a run of a pair's tiles
+    Halide::Var tile{"tile"};          // query tile (GPU block)
+    Halide::Var heads{"hb"};           // fused head x batch (GPU block; CPU with tiles_per_task: the pair task)
 };
 
-// CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel.
-OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape);
+// CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel, or with
+// `tiles_per_task` (defined: prefill of a scheme that transforms keys), (head, batch) pairs do, and
+// inside them runs of that many tiles, each run in order (a pair's tiles in one run, or one tile a
+// run where the pairs are too few for the threads; see schedule_attention).
+OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape,
+                                const Halide::Expr &tiles_per_task);
 // `fixed_head_dim`: the variant's head_dim is a compile-time constant (D fast path: register blocks unrolled).
 void schedule_variant_cpu(AttentionStages &s, Halide::Func output, const OutputLoops &loops,
                           const CpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);
@@ -61,9 +66,10 @@ void schedule_variant_gpu(AttentionStages &s, Halide::Func output, const OutputL
                           const GpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);
 
 // Schedules a whole pipeline for `target`: CPU or GPU loops for every variant, then one
-// specialization per fixed head_dim so each branch runs exactly one variant.
+// specialization per fixed head_dim so each branch runs exactly one variant. `threads`: the
+// caller's thread-pool size at run time (a kernel input), which picks the CPU parallel loops.
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
-                        const CpuScheduleParams &cpu, const GpuScheduleParams &gpu);
+                        const CpuScheduleParams &cpu, const GpuScheduleParams &gpu, const Halide::Expr &threads);
 
 // Target fixes applied during lowering (Halide 14 GPU kernel-argument workaround); call from a
 // generator's schedule() with its pipeline.

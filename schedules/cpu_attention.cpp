@@ -1,4 +1,5 @@
-// CPU schedule: one parallel task per (query tile, head, batch). Inside a task, key chunks are
+// CPU schedule: one parallel task per (query tile, head, batch) (RoPE / xPos prefill: per (head,
+// batch) pair, its tiles in order after its keys are rotated). Inside a tile, key chunks are
 // visited in order; per chunk a QK register block (rows vectorized, keys unrolled, d outermost),
 // vectorized softmax statistics, and a P.V register block (rows unrolled, d vectorized).
 #include "attention_schedule.h"
@@ -35,14 +36,23 @@ CpuScheduleParams default_cpu_params(ShapeClass shape) {
     return params;
 }
 
-OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape) {
+OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape,
+                                const Expr &tiles_per_task) {
     OutputLoops loops;
     Var d("d"), i("i"), h("h"), b("b"), ii("ii"), row_block("row_block"), row("row");
     const int tile = params.blocking.query_tile;
-    output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf)
-        .fuse(h, b, loops.heads)
-        .fuse(loops.tile, loops.heads, loops.task)
-        .parallel(loops.task);
+    output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf).fuse(h, b, loops.heads);
+    if (tiles_per_task.defined()) {
+        // A task: a (head, batch) pair, its tiles in runs of tiles_per_task, each run in order. Runs
+        // are nested parallel tasks (a single run where the pairs alone keep the threads busy); a run
+        // divides the pair's tiles exactly, so ShiftInwards never shifts and adds no guard.
+        output.split(loops.tile, loops.tile_run, loops.task, tiles_per_task, TailStrategy::ShiftInwards)
+            .reorder(loops.task, loops.tile_run, loops.heads)
+            .parallel(loops.heads)
+            .parallel(loops.tile_run);
+    } else {
+        output.fuse(loops.tile, loops.heads, loops.task).parallel(loops.task);
+    }
     if (shape == ShapeClass::Prefill && tile % params.pv_block_rows == 0) {
         output.split(ii, row_block, row, params.pv_block_rows, TailStrategy::GuardWithIf)
             .reorder(d, row, row_block, loops.task);
@@ -264,17 +274,13 @@ void schedule_transformed_rows(Func rows, const AttentionStages &s, int vw, bool
         rows.specialize(condition);
 }
 
-// Transformed keys (RoPE, xPos): once per call for prefill (every query tile reads every key), per
-// key chunk for decode (each key is read once: rotating it where it is used saves a pass over K).
-void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel *per_chunk = nullptr) {
+// Transformed keys (RoPE, xPos): for prefill once per (head, batch) pair, before its query tiles
+// (every tile reads every key: computed there they stay in the core's L2 rather than making a round
+// trip through memory as a call-wide buffer); per key chunk for decode (each key
+// is read once: rotating it where it is used saves a pass over K).
+void schedule_key_transform(AttentionStages &s, int vw, bool fixed_head_dim, const LoopLevel &level) {
     if (!s.transforms_key) return;
-    std::vector<Var> args = s.key.args();  // (d, j, g, b)
-    if (per_chunk) {
-        s.key.compute_at(*per_chunk);
-    } else {
-        Var g_b("g_b");
-        s.key.compute_root().fuse(args[2], args[3], g_b).parallel(g_b);
-    }
+    s.key.compute_at(level);
     schedule_transformed_rows(s.key, s, vw, fixed_head_dim);
 }
 
@@ -423,7 +429,8 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         schedule_value_term_updates(s, vw);
     }
 
-    schedule_key_transform(s, vw, fixed_head_dim);
+    // Transformed keys per (head, batch) pair (a scheme that has them gets per-pair tasks: schedule_attention).
+    schedule_key_transform(s, vw, fixed_head_dim, LoopLevel(output, loops.heads));
     schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
 }
 
@@ -492,7 +499,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         schedule_value_term_updates(s, vw);
     }
 
-    schedule_key_transform(s, vw, fixed_head_dim, &per_chunk);
+    schedule_key_transform(s, vw, fixed_head_dim, per_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 

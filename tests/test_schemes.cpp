@@ -719,6 +719,28 @@ TEST_CASE("rope: random shapes, masks, padding and parameters (seeded sweep)", "
     }
 }
 
+TEST_CASE("rope and xpos: several query tiles per (head, batch) pair, pairs that do and do not share out",
+          "[schemes][rope][xpos][tiles]") {
+    // Prefill runs a pair's query tiles in order in one task (its keys rotated once), or as nested
+    // parallel tasks where the pairs do not share out over the threads: 1, 3 and 8 pairs cover both
+    // with 2 threads and with 3 (ctest rope_xpos_tests_3_threads); rows and keys span several tiles.
+    struct Shape {
+        int batch, heads, kv_heads, q_len, k_len, head_dim;
+        attngen_mask mask;
+    };
+    uint64_t seed = 360;
+    for (const Shape &s :
+         {Shape{1, 3, 3, 200, 200, 64, ATTNGEN_MASK_CAUSAL}, Shape{2, 4, 2, 150, 260, 64, ATTNGEN_MASK_NONE},
+          Shape{1, 1, 1, 130, 130, 128, ATTNGEN_MASK_CAUSAL}, Shape{1, 3, 1, 190, 70, 40, ATTNGEN_MASK_CAUSAL}}) {
+        AttnCase rope = base_case(s.batch, s.heads, s.kv_heads, s.q_len, s.k_len, s.head_dim, seed++, s.mask);
+        set_rope(rope, ATTNGEN_ROPE_HALF);
+        CHECK_MATCHES_REFERENCE(rope);
+        AttnCase xpos = base_case(s.batch, s.heads, s.kv_heads, s.q_len, s.k_len, s.head_dim, seed++, s.mask);
+        set_xpos(xpos);
+        CHECK_MATCHES_REFERENCE(xpos);
+    }
+}
+
 // =================================================================================================
 // xPos
 // =================================================================================================

@@ -52,7 +52,7 @@ int main() {
             if (var.decode != decode) continue;
             Buffer<float> out(s.D, s.Lq, s.H, s.B);
             const float scale = 1.f / std::sqrt(float(s.D));
-            int err = var.fn(q, k, v, kv_len, scale, s.mask, 0, out);
+            int err = var.fn(q, k, v, kv_len, scale, s.mask, 0, /*threads=*/1, out);
             if (err) {
                 printf("%-20s %dx%dx%dx%dx%d m%d launch error %d\n", var.name, s.B, s.H, s.Lq, s.Lk, s.D, s.mask, err);
                 continue;
@@ -73,7 +73,7 @@ int main() {
                 auto t0 = std::chrono::steady_clock::now();
                 double el = 0;
                 do {
-                    var.fn(q, k, v, kv_len, scale, s.mask, 0, out);
+                    var.fn(q, k, v, kv_len, scale, s.mask, 0, /*threads=*/1, out);
                     calls++;
                     out.device_sync();
                     el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,11 +4,13 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "cpu_targets.h"  // generated: ATTNGEN_CPU_TARGETS, comma-separated, dispatch order
 
@@ -25,6 +27,21 @@ void capture_halide_error(void *, const char *message) {
     g_last_halide_error = message ? message : "";
     while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n')
         g_last_halide_error.pop_back();
+}
+
+// Threads of Halide's pool as its runtime sizes it by default (HL_NUM_THREADS, else the CPU count):
+// attention kernels take it as the `threads` input, by which CPU schedules pick their parallel loops.
+int32_t thread_pool_size() {
+    static const int32_t size = [] {
+        for (const char *name : {"HL_NUM_THREADS", "HL_NUMTHREADS"}) {
+            if (const char *value = std::getenv(name)) {
+                const long parsed = std::strtol(value, nullptr, 10);
+                if (parsed > 0) return int32_t(std::min(parsed, 256L));
+            }
+        }
+        return int32_t(std::max(1u, std::thread::hardware_concurrency()));
+    }();
+    return size;
 }
 
 // CPU variants of the multi-target kernels, most capable first (ATTNGEN_CPU_TARGETS), as Halide
@@ -261,9 +278,13 @@ void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
                 argv[n] = &floats[n];
             } else if (arg.type.code == halide_type_int && arg.type.bits == 32) {
                 auto found = args.ints.find(name);
-                if (found == args.ints.end())
+                if (found != args.ints.end()) {
+                    ints[n] = found->second;
+                } else if (name == "threads") {
+                    ints[n] = thread_pool_size();
+                } else {
                     invalid("kernel " + std::string(kernel.name) + " needs int input '" + name + "', not supplied");
-                ints[n] = found->second;
+                }
                 argv[n] = &ints[n];
             } else {
                 fail(ATTNGEN_ERROR_UNSUPPORTED,

@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace attngen::tune {
 
@@ -276,7 +277,8 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
 
     auto start = std::chrono::steady_clock::now();
     if (candidate.autoscheduler.empty()) {
-        schedule_attention(pipeline_, target, shape_class, candidate.params, default_gpu_params(shape_class, target));
+        schedule_attention(pipeline_, target, shape_class, candidate.params, default_gpu_params(shape_class, target),
+                           threads_);
     } else {
         // Estimates of the tuning shape class, as the generator declares them.
         const bool decode = shape_class == ShapeClass::Decode;
@@ -288,6 +290,7 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
         scale_.set_estimate(0.f);
         mask_kind_.set_estimate(kMaskCausal);
         window_.set_estimate(0);
+        threads_.set_estimate(2);
         for (auto &[name, parameter] : scalar_params_) {
             parameter->set_estimate(parameter->type().is_float() ? Expr(1.f) : Expr(1));
         }
@@ -340,6 +343,7 @@ void JitAttention::bind(const ProblemShape &s, const std::vector<float> &q, cons
     scale_.set(0.f);
     mask_kind_.set(s.mask);
     window_.set(0);
+    threads_.set(int32_t(std::max(1u, std::thread::hardware_concurrency())));
     for (auto &[name, param] : buffer_params_)
         param.set(inputs.buffers().at(name));
     for (auto &[name, parameter] : scalar_params_) {

@@ -75,6 +75,7 @@ private:
     AttentionBindings bindings_;
     Halide::Param<float> scale_{"scale"};
     Halide::Param<int32_t> mask_kind_{"mask_kind"}, window_{"window"};
+    Halide::Param<int32_t> threads_{"threads"};  // the JIT's thread pool: Halide's default size
     std::map<std::string, Halide::ImageParam> buffer_params_;
     std::map<std::string, std::shared_ptr<Halide::Internal::Parameter>> scalar_params_;
     AttentionPipeline pipeline_;
