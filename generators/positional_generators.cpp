@@ -82,10 +82,9 @@ public:
         Expr head_dim = x.dim(0).extent();
         Expr pairs = cast<float>(head_dim / 2);
         Expr inv_freq = 1.f / pow(10000.f, cast<float>(f) / pairs);
-        Expr zeta = (2.f * cast<float>(f) + 0.4f * cast<float>(head_dim)) / (1.4f * cast<float>(head_dim));
         Expr position = cast<float>(positions(n, b));
-        Expr decay = pow(zeta, (position + cast<float>(centre)) / scale_base);
-        decay = select(downscale != 0, 1.f / decay, decay);
+        Expr exponent = xpos_log2_zeta(f, head_dim) * ((position + cast<float>(centre)) / scale_base);
+        Expr decay = exp2_vector(select(downscale != 0, -exponent, exponent));
         cos_(f, n, b) = sin_cos(position * inv_freq).cos * decay;
         sin_(f, n, b) = sin_cos(position * inv_freq).sin * decay;
         out(d, n, h, b) = rotate(

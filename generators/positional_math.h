@@ -5,6 +5,8 @@
 
 #include <Halide.h>
 
+#include <limits>
+
 namespace attngen {
 
 // T5 `_relative_position_bucket` (relative = key - query). The log branch runs in float32 and
@@ -68,6 +70,33 @@ inline SinCos sin_cos(const Halide::Expr &x) {
     Expr quadrant = cast<int>(k) % 4;  // Halide's % is Euclidean: 0..3 also for negative k
     return {select(quadrant == 0, s, quadrant == 1, c, quadrant == 2, -s, -c),
             select(quadrant == 0, c, quadrant == 1, -s, quadrant == 2, -c, s)};
+}
+
+// 2^x in vector arithmetic (Halide's pow and exp call libm once per lane, which made xPos's decay
+// tables cost 7x RoPE's). x = n + r with |r| <= 1/2, 2^r by Cephes' exp2f polynomial (within 2e-7
+// relative), 2^n = 2 * 2^(n-1) built in the exponent bits (n up to 128). Like powf, it overflows to
+// inf from 2^128 on; below 2^-125 it gives 0 (powf's subnormals there scale xPos's rows to nothing too).
+inline Halide::Expr exp2_vector(const Halide::Expr &x) {
+    using namespace Halide;
+    Expr clamped = clamp(x, -125.f, 128.f);
+    Expr n = round(clamped);
+    Expr r = clamped - n;
+    Expr poly = 1.535336188319500e-4f;
+    for (float coefficient : {1.339887440266574e-3f, 9.618437357674640e-3f, 5.550332471162809e-2f,
+                              2.402264791363012e-1f, 6.931472028550421e-1f, 1.f})
+        poly = poly * r + coefficient;
+    Expr two_to_n_minus_1 = reinterpret<float>((cast<int>(n) + 126) << 23);
+    return select(x >= 128.f, std::numeric_limits<float>::infinity(), x < -125.f, 0.f, (poly * two_to_n_minus_1) * 2.f);
+}
+
+// xPos's per-frequency decay base zeta_f = (2f + 0.4 D) / (1.4 D), as log2 (torchscale's gamma 0.4).
+// The decay exp2_vector(log2_zeta * t) carries log2_zeta's float32 rounding times |t|: measured within
+// 2.5e-7 relative of zeta^t for 2k positions, 3.4e-6 for 32k (powf: 6e-8; the float32 rounding of zeta
+// itself already puts the float32 reference up to 1e-6 from the exact decay there).
+inline Halide::Expr xpos_log2_zeta(const Halide::Expr &f, const Halide::Expr &head_dim) {
+    using namespace Halide;
+    Expr zeta = (2.f * cast<float>(f) + 0.4f * cast<float>(head_dim)) / (1.4f * cast<float>(head_dim));
+    return log(zeta) * 1.44269504088896341f;
 }
 
 // RoPE pairings: which channel pairs with d, which frequency it uses, and the sign of the partner.

@@ -32,16 +32,13 @@ public:
         Func q_positions = p.table("q_positions"), k_positions = p.table("k_positions");
         Expr factor = p.scalar("rope_attention_factor");
         Var f("f"), n("n"), b("b");
-        q_cos_ = helper(Func("rope_q_cos"), Placement::PerCall);
-        q_sin_ = helper(Func("rope_q_sin"), Placement::PerCall);
-        k_cos_ = helper(Func("rope_k_cos"), Placement::PerCall);
-        k_sin_ = helper(Func("rope_k_sin"), Placement::PerCall);
-        Expr q_angle = cast<float>(q_positions(n, b)) * inv_freq(f);
-        Expr k_angle = cast<float>(k_positions(n, b)) * inv_freq(f);
-        q_cos_(f, n, b) = sin_cos(q_angle).cos * factor;
-        q_sin_(f, n, b) = sin_cos(q_angle).sin * factor;
-        k_cos_(f, n, b) = sin_cos(k_angle).cos * factor;
-        k_sin_(f, n, b) = sin_cos(k_angle).sin * factor;
+        // One table per side holding (cos, sin): the angle is reduced and both polynomials run once.
+        q_cos_sin_ = helper(Func("rope_q_cos_sin"), Placement::PerCall);
+        k_cos_sin_ = helper(Func("rope_k_cos_sin"), Placement::PerCall);
+        SinCos q_angle = sin_cos(cast<float>(q_positions(n, b)) * inv_freq(f));
+        SinCos k_angle = sin_cos(cast<float>(k_positions(n, b)) * inv_freq(f));
+        q_cos_sin_(f, n, b) = Tuple(q_angle.cos * factor, q_angle.sin * factor);
+        k_cos_sin_(f, n, b) = Tuple(k_angle.cos * factor, k_angle.sin * factor);
     }
 
     std::vector<Expr> transform_specializations(const AttentionProblem &p) const override {
@@ -49,25 +46,25 @@ public:
     }
 
     Func transform_query(const AttentionProblem &, const Func &q) const override {
-        return rotated(q, q_cos_, q_sin_, "rope_q");
+        return rotated(q, q_cos_sin_, "rope_q");
     }
     Func transform_key(const AttentionProblem &, const Func &k) const override {
-        return rotated(k, k_cos_, k_sin_, "rope_k");
+        return rotated(k, k_cos_sin_, "rope_k");
     }
 
 private:
-    Func rotated(const Func &x, const Func &cos_table, const Func &sin_table, const std::string &name) const {
+    Func rotated(const Func &x, const Func &cos_sin, const std::string &name) const {
         Var d("d"), n("n"), h("h"), b("b");
         Func out(name);
         out(d, n, h, b) = rotate(
             pairing_, d, rot_dim_, [&](const Expr &c) { return x(c, n, h, b); },
-            [&](const Expr &f) { return cos_table(f, n, b); }, [&](const Expr &f) { return sin_table(f, n, b); });
+            [&](const Expr &f) { return cos_sin(f, n, b)[0]; }, [&](const Expr &f) { return cos_sin(f, n, b)[1]; });
         return out;
     }
 
     Pairing pairing_;
     Expr rot_dim_;
-    Func q_cos_, q_sin_, k_cos_, k_sin_;
+    Func q_cos_sin_, k_cos_sin_;
 };
 
 std::unique_ptr<Scheme> make_rope(const SchemeOptions &options) {

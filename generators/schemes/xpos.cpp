@@ -26,42 +26,46 @@ public:
         Expr scale_base = p.scalar("xpos_scale_base"), centre = p.scalar("xpos_centre");
         Expr pairs = cast<float>(p.head_dim / 2);
         Var f("f"), n("n"), b("b");
-        Expr inv_freq = 1.f / pow(10000.f, cast<float>(f) / pairs);
-        Expr zeta = (2.f * cast<float>(f) + 0.4f * cast<float>(p.head_dim)) / (1.4f * cast<float>(p.head_dim));
-        auto tables = [&](Func positions, bool downscale, const std::string &tag, Func &cos_table, Func &sin_table) {
+        // pow and log call libm once per lane: once per frequency here, then a vector exp2 per (f, n, b).
+        Func inv_freq = helper(Func("xpos_inv_freq"), Placement::PerCall);
+        Func log2_zeta = helper(Func("xpos_log2_zeta"), Placement::PerCall);
+        inv_freq(f) = 1.f / pow(10000.f, cast<float>(f) / pairs);
+        log2_zeta(f) = xpos_log2_zeta(f, p.head_dim);
+        // One table per side holding (cos, sin) x decay: the angle is reduced and both polynomials run once.
+        auto table = [&](Func positions, bool downscale, const std::string &tag) {
             Expr position = cast<float>(positions(n, b));
-            Expr decay = pow(zeta, (position + cast<float>(centre)) / scale_base);
-            if (downscale) decay = 1.f / decay;
-            cos_table = helper(Func("xpos_" + tag + "_cos"), Placement::PerCall);
-            sin_table = helper(Func("xpos_" + tag + "_sin"), Placement::PerCall);
-            cos_table(f, n, b) = sin_cos(position * inv_freq).cos * decay;
-            sin_table(f, n, b) = sin_cos(position * inv_freq).sin * decay;
+            Expr exponent = log2_zeta(f) * ((position + cast<float>(centre)) / scale_base);
+            Expr decay = exp2_vector(downscale ? -exponent : exponent);
+            SinCos angle = sin_cos(position * inv_freq(f));
+            Func cos_sin = helper(Func("xpos_" + tag + "_cos_sin"), Placement::PerCall);
+            cos_sin(f, n, b) = Tuple(angle.cos * decay, angle.sin * decay);
+            return cos_sin;
         };
-        tables(q_positions, false, "q", q_cos_, q_sin_);
-        tables(k_positions, true, "k", k_cos_, k_sin_);
+        q_cos_sin_ = table(q_positions, false, "q");
+        k_cos_sin_ = table(k_positions, true, "k");
         head_dim_ = p.head_dim;
     }
 
     Func transform_query(const AttentionProblem &, const Func &q) const override {
-        return rotated(q, q_cos_, q_sin_, "xpos_q");
+        return rotated(q, q_cos_sin_, "xpos_q");
     }
     Func transform_key(const AttentionProblem &, const Func &k) const override {
-        return rotated(k, k_cos_, k_sin_, "xpos_k");
+        return rotated(k, k_cos_sin_, "xpos_k");
     }
 
 private:
-    Func rotated(const Func &x, const Func &cos_table, const Func &sin_table, const std::string &name) const {
+    Func rotated(const Func &x, const Func &cos_sin, const std::string &name) const {
         Var d("d"), n("n"), h("h"), b("b");
         Func out(name);
         // Rotates pairs below 2 * (D / 2); an odd last channel passes through, as in the reference.
         out(d, n, h, b) = rotate(
             Pairing::Interleaved, d, (head_dim_ / 2) * 2, [&](const Expr &c) { return x(c, n, h, b); },
-            [&](const Expr &f) { return cos_table(f, n, b); }, [&](const Expr &f) { return sin_table(f, n, b); });
+            [&](const Expr &f) { return cos_sin(f, n, b)[0]; }, [&](const Expr &f) { return cos_sin(f, n, b)[1]; });
         return out;
     }
 
     Expr head_dim_;
-    Func q_cos_, q_sin_, k_cos_, k_sin_;
+    Func q_cos_sin_, k_cos_sin_;
 };
 
 }  // namespace
