@@ -87,9 +87,16 @@ double flops_with_extra(const Config &c) {
             extra = 2.0 * bh * s.q_len * double(s.k_len) * D;
             if (c.causal && s.q_len > 1) extra *= 0.5;
             break;
-        case SchemeId::Deberta:
-            extra = 2.0 * bh * s.q_len * (2 * kDebertaSpan) * D + 2.0 * bh * s.k_len * (2 * kDebertaSpan) * D;
+        case SchemeId::Deberta: {
+            // c2p and p2c: a query row (key) times the 2 * span relative-position rows, or one dot
+            // product per visible score where that is less (decode: one query row would otherwise be
+            // credited Lk x 2 * span products that no implementation needs).
+            double scores = double(s.q_len) * s.k_len;
+            if (c.causal && s.q_len > 1) scores *= 0.5;
+            const double span_rows = 2.0 * kDebertaSpan;
+            extra = 2.0 * bh * D * (std::min(s.q_len * span_rows, scores) + std::min(s.k_len * span_rows, scores));
             break;
+        }
         default:
             break;
     }
