@@ -46,13 +46,9 @@ public:
     void generate() {
         Var d("d"), n("n"), h("h"), b("b"), f("f");
         Expr rot_dim = 2 * inv_freq.dim(0).extent();
-        Expr angle = cast<float>(positions(n, b)) * inv_freq(f);
-        cos_(f, n, b) = sin_cos(angle).cos * attention_factor;
-        sin_(f, n, b) = sin_cos(angle).sin * attention_factor;
-        out(d, n, h, b) = rotate(
-            pairing.value() == "half" ? Pairing::Half : Pairing::Interleaved, d, rot_dim,
-            [&](const Expr &c) { return x(c, n, h, b); }, [&](const Expr &fr) { return cos_(fr, n, b); },
-            [&](const Expr &fr) { return sin_(fr, n, b); });
+        cos_sin_(f, n, b) = scaled_cos_sin(cast<float>(positions(n, b)) * inv_freq(f), attention_factor);
+        const Pairing rotation = pairing.value() == "half" ? Pairing::Half : Pairing::Interleaved;
+        out(d, n, h, b) = rotate_by_table(rotation, rot_dim, x, cos_sin_, d, n, h, b);
     }
 
     void schedule() {
@@ -61,11 +57,11 @@ public:
         positions.set_estimates({{0, 512}, {0, 1}});
         inv_freq.set_estimates({{0, 32}});
         out.set_estimates({{0, 64}, {0, 512}, {0, 8}, {0, 1}});
-        if (!auto_schedule) schedule_rotation(out, {cos_, sin_}, get_target());
+        if (!auto_schedule) schedule_rotation(out, cos_sin_, {}, get_target());
     }
 
 private:
-    Func cos_{"rope_cos"}, sin_{"rope_sin"};
+    Func cos_sin_{"rope_cos_sin"};
 };
 
 class XposGenerator : public Generator<XposGenerator> {
@@ -80,16 +76,13 @@ public:
     void generate() {
         Var d("d"), n("n"), h("h"), b("b"), f("f");
         Expr head_dim = x.dim(0).extent();
-        Expr pairs = cast<float>(head_dim / 2);
-        Expr inv_freq = 1.f / pow(10000.f, cast<float>(f) / pairs);
+        // pow and log call libm once per lane: once per frequency here (as in the fused xPos scheme).
+        inv_freq_(f) = xpos_inv_freq(f, head_dim);
+        log2_zeta_(f) = xpos_log2_zeta(f, head_dim);
         Expr position = cast<float>(positions(n, b));
-        Expr exponent = xpos_log2_zeta(f, head_dim) * ((position + cast<float>(centre)) / scale_base);
-        Expr decay = exp2_vector(select(downscale != 0, -exponent, exponent));
-        cos_(f, n, b) = sin_cos(position * inv_freq).cos * decay;
-        sin_(f, n, b) = sin_cos(position * inv_freq).sin * decay;
-        out(d, n, h, b) = rotate(
-            Pairing::Interleaved, d, (head_dim / 2) * 2, [&](const Expr &c) { return x(c, n, h, b); },
-            [&](const Expr &fr) { return cos_(fr, n, b); }, [&](const Expr &fr) { return sin_(fr, n, b); });
+        cos_sin_(f, n, b) =
+            scaled_cos_sin(position * inv_freq_(f), xpos_decay(log2_zeta_(f), position, centre, scale_base, downscale));
+        out(d, n, h, b) = rotate_by_table(Pairing::Interleaved, (head_dim / 2) * 2, x, cos_sin_, d, n, h, b);
     }
 
     void schedule() {
@@ -97,11 +90,11 @@ public:
         x.set_estimates({{0, 64}, {0, 512}, {0, 8}, {0, 1}});
         positions.set_estimates({{0, 512}, {0, 1}});
         out.set_estimates({{0, 64}, {0, 512}, {0, 8}, {0, 1}});
-        if (!auto_schedule) schedule_rotation(out, {cos_, sin_}, get_target());
+        if (!auto_schedule) schedule_rotation(out, cos_sin_, {inv_freq_, log2_zeta_}, get_target());
     }
 
 private:
-    Func cos_{"xpos_cos"}, sin_{"xpos_sin"};
+    Func cos_sin_{"xpos_cos_sin"}, inv_freq_{"xpos_inv_freq"}, log2_zeta_{"xpos_log2_zeta"};
 };
 
 class SinusoidTableGenerator : public Generator<SinusoidTableGenerator> {

@@ -89,6 +89,18 @@ inline Halide::Expr exp2_vector(const Halide::Expr &x) {
     return select(x >= 128.f, std::numeric_limits<float>::infinity(), x < -125.f, 0.f, (poly * two_to_n_minus_1) * 2.f);
 }
 
+// (cos, sin) of an angle, both times `scale`: one table entry of RoPE / xPos (the angle is reduced once).
+inline Halide::Tuple scaled_cos_sin(const Halide::Expr &angle, const Halide::Expr &scale) {
+    SinCos value = sin_cos(angle);
+    return Halide::Tuple(value.cos * scale, value.sin * scale);
+}
+
+// xPos's rotation frequency 10000^(-f / (D/2)) (torchscale's fixed_pos_embedding).
+inline Halide::Expr xpos_inv_freq(const Halide::Expr &f, const Halide::Expr &head_dim) {
+    using namespace Halide;
+    return 1.f / pow(10000.f, cast<float>(f) / cast<float>(head_dim / 2));
+}
+
 // xPos's per-frequency decay base zeta_f = (2f + 0.4 D) / (1.4 D), as log2 (torchscale's gamma 0.4).
 // The decay exp2_vector(log2_zeta * t) carries log2_zeta's float32 rounding times |t|: measured within
 // 2.5e-7 relative of zeta^t for 2k positions, 3.4e-6 for 32k (powf: 6e-8; the float32 rounding of zeta
@@ -97,6 +109,15 @@ inline Halide::Expr xpos_log2_zeta(const Halide::Expr &f, const Halide::Expr &he
     using namespace Halide;
     Expr zeta = (2.f * cast<float>(f) + 0.4f * cast<float>(head_dim)) / (1.4f * cast<float>(head_dim));
     return log(zeta) * 1.44269504088896341f;
+}
+
+// xPos's decay zeta_f^((position + centre) / scale_base), or its inverse for keys (downscale), from the
+// frequency's log2(zeta): a vector exp2 per entry, libm only per frequency.
+inline Halide::Expr xpos_decay(const Halide::Expr &log2_zeta, const Halide::Expr &position, const Halide::Expr &centre,
+                               const Halide::Expr &scale_base, const Halide::Expr &downscale) {
+    using namespace Halide;
+    Expr exponent = log2_zeta * ((position + cast<float>(centre)) / scale_base);
+    return exp2_vector(select(downscale != 0, -exponent, exponent));
 }
 
 // RoPE pairings: which channel pairs with d, which frequency it uses, and the sign of the partner.
@@ -117,18 +138,20 @@ inline RotaryIndex rotary_index(Pairing pairing, const Halide::Expr &d, const Ha
     return {select(even, d + 1, d - 1), d / 2, select(even, -1.f, 1.f)};
 }
 
-// x[d] rotated by the angle of its frequency; channels >= rot_dim pass through unchanged.
-// `cos_of(f)` / `sin_of(f)` give the (already scaled) cosine and sine of frequency f.
-template <typename X, typename Cos, typename Sin>
-Halide::Expr rotate(Pairing pairing, const Halide::Expr &d, const Halide::Expr &rot_dim, X x, Cos cos_of, Sin sin_of) {
+// x(d, n, h, b) rotated by the angle of d's frequency, from a (cos, sin) table indexed (frequency, n, b)
+// whose entries are already scaled; channels >= rot_dim pass through unchanged.
+inline Halide::Expr rotate_by_table(Pairing pairing, const Halide::Expr &rot_dim, const Halide::Func &x,
+                                    const Halide::Func &cos_sin, const Halide::Expr &d, const Halide::Expr &n,
+                                    const Halide::Expr &h, const Halide::Expr &b) {
     using namespace Halide;
     RotaryIndex index = rotary_index(pairing, d, rot_dim);
     Expr inside = d < rot_dim;
     Expr frequency = clamp(index.frequency, 0, max(rot_dim / 2 - 1, 0));
     // Clamped so bounds inference, which cannot see that the select keeps it in range, stays in range.
     Expr partner = select(inside, clamp(index.partner, 0, max(rot_dim - 1, 0)), d);
-    Expr rotated = x(d) * cos_of(frequency) + index.partner_sign * x(partner) * sin_of(frequency);
-    return select(inside, rotated, x(d));
+    Expr rotated = x(d, n, h, b) * cos_sin(frequency, n, b)[0] +
+                   index.partner_sign * x(partner, n, h, b) * cos_sin(frequency, n, b)[1];
+    return select(inside, rotated, x(d, n, h, b));
 }
 
 }  // namespace attngen

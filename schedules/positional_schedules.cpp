@@ -6,27 +6,34 @@ using namespace Halide;
 
 namespace {
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
+constexpr int kTablePositionsPerTask = 64;
 
 int vector_lanes(const Target &target) {
     return target.has_feature(Target::AVX512) ? 16 : 8;
 }
 }  // namespace
 
-void schedule_rotation(Func out, const std::vector<Func> &tables, const Target &target) {
-    std::vector<Var> args = out.args();  // d, n, h, b
+void schedule_rotation(Func out, Func cos_sin, const std::vector<Func> &per_frequency, const Target &target) {
+    std::vector<Var> args = out.args();       // d, n, h, b
+    std::vector<Var> table = cos_sin.args();  // f, n, b
     Var rows("rows"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     if (target.has_gpu_feature()) {
+        // Per-frequency values stay inline: a GPU's pow and log are instructions, not library calls.
         out.gpu_tile(args[0], args[1], xo, yo, xi, yi, 32, 4, kGuard);
-        for (Func table : tables)
-            table.compute_root().gpu_tile(table.args()[0], table.args()[1], xo, yo, xi, yi, 32, 4, kGuard);
+        cos_sin.compute_root().gpu_tile(table[0], table[1], xo, yo, xi, yi, 32, 4, kGuard);
         return;
     }
     const int lanes = vector_lanes(target);
     out.fuse(args[2], args[3], rows).parallel(rows).vectorize(args[0], lanes, kGuard);
-    for (Func table : tables) {
-        std::vector<Var> t = table.args();  // f, n, b
-        table.compute_root().parallel(t[2]).vectorize(t[0], lanes, kGuard);
-    }
+    for (Func values : per_frequency)
+        values.compute_root().vectorize(values.args()[0], lanes, kGuard);
+    // Blocks of positions: a call with one sequence still fills the threads.
+    Var position_block("position_block"), blocks("blocks");
+    cos_sin.compute_root()
+        .split(table[1], position_block, table[1], kTablePositionsPerTask, kGuard)
+        .fuse(position_block, table[2], blocks)
+        .parallel(blocks)
+        .vectorize(table[0], lanes, kGuard);
 }
 
 void schedule_table(Func out, const Target &target) {

@@ -18,9 +18,10 @@ void constrain_like_input(In &input, Out &output) {
     }
 }
 
-// out(d, n, h, b) from per-(frequency, n, b) cos/sin tables: tables once per call, rotation
-// vectorized over d, parallel over rows.
-void schedule_rotation(Halide::Func out, const std::vector<Halide::Func> &tables, const Halide::Target &target);
+// out(d, n, h, b) from a per-(frequency, n, b) (cos, sin) table, itself from per-frequency values: tables
+// once per call, rotation vectorized over d, parallel over rows.
+void schedule_rotation(Halide::Func out, Halide::Func cos_sin, const std::vector<Halide::Func> &per_frequency,
+                       const Halide::Target &target);
 // out(c, p): vectorized over c, parallel over p.
 void schedule_table(Halide::Func out, const Halide::Target &target);
 // out(c, n, b): vectorized over c, parallel over rows.

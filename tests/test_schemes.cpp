@@ -910,6 +910,15 @@ TEST_CASE("rope and xpos over a cache of rotated keys equal the fused kernel", "
     f.xpos_centre_set = true;
     f.xpos_centre = -6;
     check_rotated_key_cache(f);
+    // One sequence of 150 keys: the kernels tabulate (cos, sin) in blocks of 64 positions, the last partial.
+    AttnCase g = base_case(1, 2, 1, 1, 150, 64, 398, ATTNGEN_MASK_CAUSAL);  // xPos decode
+    set_xpos(g, 512.0);
+    g.xpos_centre_set = true;
+    g.xpos_centre = -75;
+    check_rotated_key_cache(g);
+    AttnCase h = base_case(1, 2, 2, 150, 150, 64, 399, ATTNGEN_MASK_CAUSAL);  // RoPE prefill
+    set_rope(h, ATTNGEN_ROPE_INTERLEAVED);
+    check_rotated_key_cache(h);
 }
 
 TEST_CASE("keys_rotated: invalid uses are rejected with a reason", "[schemes][cache][validation]") {
@@ -1110,6 +1119,7 @@ TEST_CASE("standalone rope: half and interleaved, full and partial", "[schemes][
         check_standalone_rope(2, 1, 4, 7, params, {}, 364);  // odd D, partial
         params = rope_params(pairing, 500000.0);
         check_standalone_rope(1, 2, 12, 32, params, {}, 365);
+        check_standalone_rope(1, 2, 150, 64, params, {}, 379);  // tables in blocks of 64 positions
     }
 }
 

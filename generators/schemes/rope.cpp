@@ -35,10 +35,8 @@ public:
         // One table per side holding (cos, sin): the angle is reduced and both polynomials run once.
         q_cos_sin_ = helper(Func("rope_q_cos_sin"), Placement::PerCall);
         k_cos_sin_ = helper(Func("rope_k_cos_sin"), Placement::PerCall);
-        SinCos q_angle = sin_cos(cast<float>(q_positions(n, b)) * inv_freq(f));
-        SinCos k_angle = sin_cos(cast<float>(k_positions(n, b)) * inv_freq(f));
-        q_cos_sin_(f, n, b) = Tuple(q_angle.cos * factor, q_angle.sin * factor);
-        k_cos_sin_(f, n, b) = Tuple(k_angle.cos * factor, k_angle.sin * factor);
+        q_cos_sin_(f, n, b) = scaled_cos_sin(cast<float>(q_positions(n, b)) * inv_freq(f), factor);
+        k_cos_sin_(f, n, b) = scaled_cos_sin(cast<float>(k_positions(n, b)) * inv_freq(f), factor);
     }
 
     std::vector<Expr> transform_specializations(const AttentionProblem &p) const override {
@@ -56,9 +54,7 @@ private:
     Func rotated(const Func &x, const Func &cos_sin, const std::string &name) const {
         Var d("d"), n("n"), h("h"), b("b");
         Func out(name);
-        out(d, n, h, b) = rotate(
-            pairing_, d, rot_dim_, [&](const Expr &c) { return x(c, n, h, b); },
-            [&](const Expr &f) { return cos_sin(f, n, b)[0]; }, [&](const Expr &f) { return cos_sin(f, n, b)[1]; });
+        out(d, n, h, b) = rotate_by_table(pairing_, rot_dim_, x, cos_sin, d, n, h, b);
         return out;
     }
 

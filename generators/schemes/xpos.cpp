@@ -24,25 +24,22 @@ public:
     void setup(const AttentionProblem &p) override {
         Func q_positions = p.table("q_positions"), k_positions = p.table("k_positions");
         Expr scale_base = p.scalar("xpos_scale_base"), centre = p.scalar("xpos_centre");
-        Expr pairs = cast<float>(p.head_dim / 2);
         Var f("f"), n("n"), b("b");
         // pow and log call libm once per lane: once per frequency here, then a vector exp2 per (f, n, b).
         Func inv_freq = helper(Func("xpos_inv_freq"), Placement::PerCall);
         Func log2_zeta = helper(Func("xpos_log2_zeta"), Placement::PerCall);
-        inv_freq(f) = 1.f / pow(10000.f, cast<float>(f) / pairs);
+        inv_freq(f) = xpos_inv_freq(f, p.head_dim);
         log2_zeta(f) = xpos_log2_zeta(f, p.head_dim);
         // One table per side holding (cos, sin) x decay: the angle is reduced and both polynomials run once.
-        auto table = [&](Func positions, bool downscale, const std::string &tag) {
+        auto table = [&](Func positions, int downscale, const std::string &tag) {
             Expr position = cast<float>(positions(n, b));
-            Expr exponent = log2_zeta(f) * ((position + cast<float>(centre)) / scale_base);
-            Expr decay = exp2_vector(downscale ? -exponent : exponent);
-            SinCos angle = sin_cos(position * inv_freq(f));
             Func cos_sin = helper(Func("xpos_" + tag + "_cos_sin"), Placement::PerCall);
-            cos_sin(f, n, b) = Tuple(angle.cos * decay, angle.sin * decay);
+            cos_sin(f, n, b) = scaled_cos_sin(position * inv_freq(f),
+                                              xpos_decay(log2_zeta(f), position, centre, scale_base, downscale));
             return cos_sin;
         };
-        q_cos_sin_ = table(q_positions, false, "q");
-        k_cos_sin_ = table(k_positions, true, "k");
+        q_cos_sin_ = table(q_positions, 0, "q");
+        k_cos_sin_ = table(k_positions, 1, "k");
         head_dim_ = p.head_dim;
     }
 
@@ -58,9 +55,7 @@ private:
         Var d("d"), n("n"), h("h"), b("b");
         Func out(name);
         // Rotates pairs below 2 * (D / 2); an odd last channel passes through, as in the reference.
-        out(d, n, h, b) = rotate(
-            Pairing::Interleaved, d, (head_dim_ / 2) * 2, [&](const Expr &c) { return x(c, n, h, b); },
-            [&](const Expr &f) { return cos_sin(f, n, b)[0]; }, [&](const Expr &f) { return cos_sin(f, n, b)[1]; });
+        out(d, n, h, b) = rotate_by_table(Pairing::Interleaved, (head_dim_ / 2) * 2, x, cos_sin, d, n, h, b);
         return out;
     }
 
