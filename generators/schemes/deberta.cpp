@@ -109,7 +109,6 @@ public:
         term.by_key = position_to_content_;
         term.low_edge = select(log_buckets_, 1 - max_position_, 1 - span_);
         term.high_edge = select(log_buckets_, max_position_ - 1, span_);
-        term.by_band = false;  // see RelativeTableTerm::by_band
         return term;
     }
 
