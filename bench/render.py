@@ -17,6 +17,9 @@ import sys
 from collections import OrderedDict, defaultdict
 
 IMPLS = ["attngen", "attngen_bf16", "attngen_kvcache", "openblas", "onednn", "naive"]
+# The suite's shapes and masks in reading order (repetitions run interleaved, so the JSON's is random).
+SHAPE_ORDER = ["1x8x512x512x64", "1x8x2048x2048x64", "1x16x1024x1024x128", "4x8x256x256x64", "1x32x1x4096x128"]
+MASK_ORDER = ["none", "causal"]
 SUFFIX = re.compile(r"^(real_time|manual_time|process_time|iterations:\d+|min_time:[0-9.e+-]+s?|repeats:\d+|threads:\d+)$")
 
 
@@ -77,8 +80,15 @@ def shape_key(shape):
         return (shape,)
 
 
+def row_order(key):
+    scheme, mask, shape = key
+    known_shape = SHAPE_ORDER.index(shape) if shape in SHAPE_ORDER else len(SHAPE_ORDER)
+    known_mask = MASK_ORDER.index(mask) if mask in MASK_ORDER else len(MASK_ORDER)
+    return (scheme, known_shape, shape_key(shape), known_mask, mask)
+
+
 def collect(values):
-    """{(scheme, mask, shape): {impl: record}} in suite order, plus the probe records."""
+    """{(scheme, mask, shape): {impl: record}} by scheme, shape and mask, plus the probe records."""
     table = OrderedDict()
     probes = OrderedDict()
     for key, record in values.items():
@@ -90,7 +100,7 @@ def collect(values):
             continue
         impl, scheme, mask, shape = parts
         table.setdefault((scheme, mask, shape), {})[impl] = record
-    return table, probes
+    return OrderedDict(sorted(table.items(), key=lambda item: row_order(item[0]))), probes
 
 
 def counter(record, name):

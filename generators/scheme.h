@@ -93,7 +93,7 @@ struct RelativeTableTerm {
     Halide::Expr low_edge, high_edge;
     // Go by band where the blocking allows: per-score table reads are scalar loads (Halide 14 emits no
     // x86 gathers: a load and an insert per lane), which keys outside the band avoid. Shaw (clip
-    // 16-128): most keys. DeBERTa-v3 (edges at +-511): measured 7-15 % faster at 4x256^2 and from
+    // 16-128): most keys. DeBERTa-v3 (edges at +-511): measured 5-15 % faster at 4x256^2 and from
     // 1024^2 up, unchanged at 512^2 (JIT, same process).
     bool by_band = true;
 
