@@ -3,6 +3,7 @@
 // visited in order; per chunk a QK register block (rows vectorized, keys unrolled, d outermost),
 // vectorized softmax statistics, and a P.V register block (rows unrolled, d vectorized).
 #include "attention_schedule.h"
+#include "positional_schedules.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -177,7 +178,6 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
     // A per-tile contraction's rows are the tile's rows: its register block covers them (up to 4 vectors).
     // A per-call one (DeBERTa's p2c: rows are table rows) takes 3 vectors, which measured as well as 2 or 4.
     constexpr int kPerCallRowVectors = 3;
-    constexpr int kPerCallPositionsPerTask = 64;
     const int tile = s.blocking.query_tile;
     const int tile_row_vectors = tile % vector_width == 0 ? std::clamp(tile / vector_width, 1, 4) : 1;
     for (HelperStage &helper : s.helpers) {
@@ -204,12 +204,7 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
                     Var outer("helper_outer");
                     f.fuse(args[args.size() - 2], args.back(), outer).parallel(outer);
                 } else if (args.size() == 3) {
-                    // (x, position, batch) tables (RoPE, xPos): blocks of positions, so that a single
-                    // sequence (decode's 4096 x 64 key table) is not tabulated by one thread.
-                    Var block("helper_block"), blocks("helper_blocks");
-                    f.split(args[1], block, args[1], kPerCallPositionsPerTask, TailStrategy::GuardWithIf)
-                        .fuse(block, args[2], blocks)
-                        .parallel(blocks);
+                    schedule_position_table(f);  // RoPE / xPos: decode's 4096 x 64 key table on every thread
                 } else if (args.size() > 1) {
                     f.parallel(args.back());
                 }

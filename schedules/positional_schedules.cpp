@@ -13,6 +13,15 @@ int vector_lanes(const Target &target) {
 }
 }  // namespace
 
+void schedule_position_table(Func table) {
+    std::vector<Var> args = table.args();  // x, position, batch
+    Var position_block("position_block"), blocks("blocks");
+    table.compute_root()
+        .split(args[1], position_block, args[1], kTablePositionsPerTask, kGuard)
+        .fuse(position_block, args[2], blocks)
+        .parallel(blocks);
+}
+
 void schedule_rotation(Func out, Func cos_sin, const std::vector<Func> &per_frequency, const Target &target) {
     std::vector<Var> args = out.args();       // d, n, h, b
     std::vector<Var> table = cos_sin.args();  // f, n, b
@@ -27,13 +36,8 @@ void schedule_rotation(Func out, Func cos_sin, const std::vector<Func> &per_freq
     out.fuse(args[2], args[3], rows).parallel(rows).vectorize(args[0], lanes, kGuard);
     for (Func values : per_frequency)
         values.compute_root().vectorize(values.args()[0], lanes, kGuard);
-    // Blocks of positions: a call with one sequence still fills the threads.
-    Var position_block("position_block"), blocks("blocks");
-    cos_sin.compute_root()
-        .split(table[1], position_block, table[1], kTablePositionsPerTask, kGuard)
-        .fuse(position_block, table[2], blocks)
-        .parallel(blocks)
-        .vectorize(table[0], lanes, kGuard);
+    schedule_position_table(cos_sin);
+    cos_sin.vectorize(table[0], lanes, kGuard);
 }
 
 void schedule_table(Func out, const Target &target) {

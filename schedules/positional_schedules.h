@@ -18,6 +18,9 @@ void constrain_like_input(In &input, Out &output) {
     }
 }
 
+// A per-call (x, position, batch) table (RoPE / xPos cos and sin) computed at root, in parallel over
+// blocks of positions fused with the batch: a call with one sequence still fills the threads.
+void schedule_position_table(Halide::Func table);
 // out(d, n, h, b) from a per-(frequency, n, b) (cos, sin) table, itself from per-frequency values: tables
 // once per call, rotation vectorized over d, parallel over rows.
 void schedule_rotation(Halide::Func out, Halide::Func cos_sin, const std::vector<Halide::Func> &per_frequency,
