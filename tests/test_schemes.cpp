@@ -564,6 +564,8 @@ TEST_CASE("rope interleaved: GPT-J pairing, full and partial", "[schemes][rope]"
     AttnCase d = base_case(1, 4, 2, 10, 10, 128, 313, ATTNGEN_MASK_CAUSAL);
     set_rope(d, ATTNGEN_ROPE_INTERLEAVED, 96);
     CHECK_MATCHES_REFERENCE(d);
+    // Decode: fp32 keys rotated inside the QK dot product, partial rotary (the unspecialized branch).
+    CHECK_MATCHES_REFERENCE(last_query_rows(d, 1));
     AttnCase e = base_case(2, 2, 1, 7, 7, 15, 314, ATTNGEN_MASK_NONE);  // odd D, rot_dim 10
     set_rope(e, ATTNGEN_ROPE_INTERLEAVED, 10);
     CHECK_MATCHES_REFERENCE(e);
