@@ -33,7 +33,6 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.heads = p.heads;
     s.kv_heads = p.kv_heads;
     s.batch = p.batch;
-    s.key_storage = p.key_storage;
 
     const int tile = blocking.query_tile;
     const int chunk = blocking.key_chunk;

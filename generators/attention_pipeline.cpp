@@ -57,9 +57,9 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         p.v = channel_clamped(in.v, pipeline.head_dim, clamp, "v_in");
         p.inputs = &in.scheme_inputs;
         p.single_row_tiles = blocking.query_tile == 1;
-        p.key_storage = in.k.type();
         std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
         pipeline.variants.push_back(define_attention(p, *scheme, controls, blocking));
+        pipeline.variants.back().key_storage = in.k.type();  // for the schedule; the math reads K as float
     }
 
     // The output selects the variant for the runtime head_dim; the schedule specializes on the same

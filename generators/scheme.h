@@ -62,8 +62,6 @@ struct AttentionProblem {
     // Tiles hold a single query row (decode): a per-key term is cheaper evaluated at each score
     // than tabulated over all positions.
     bool single_row_tiles = false;
-    // How K is stored (float32, or bfloat16 widened on load): schedules choose by it, the math does not.
-    Halide::Type key_storage = Halide::Float(32);
 
     // A scheme input buffer as a Func. In fast-path variants the channel index is clamped to the
     // runtime extent, so bounds inference never asks for channels the caller's buffer lacks.

@@ -449,6 +449,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
                      bool fixed_head_dim) {
     const int vw = p.vector_width;
     const TailStrategy guard = TailStrategy::GuardWithIf;
+    const bool rotate_in_dot_product = rotates_keys_in_dot_product(s, fixed_head_dim);
     schedule_merge(s, output, loops, vw);
 
     LoopLevel per_chunk = chunk_level(s), per_tile(output, loops.task);
@@ -483,7 +484,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         partial.compute_at(s.qk, s.jj).vectorize(lane_v);
         partial.update().vectorize(lane_v);
         s.qk.update().atomic().vectorize(lane);
-        if (rotates_keys_in_dot_product(s, fixed_head_dim)) {
+        if (rotate_in_dot_product) {
             partial.update().unroll(outer);
             for (const Expr &condition : s.transform_specializations)
                 partial.update().specialize(condition);
@@ -515,7 +516,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         schedule_value_term_updates(s, vw);
     }
 
-    if (!rotates_keys_in_dot_product(s, fixed_head_dim)) schedule_key_transform(s, vw, fixed_head_dim, per_chunk);
+    if (!rotate_in_dot_product) schedule_key_transform(s, vw, fixed_head_dim, per_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 
