@@ -67,11 +67,13 @@ const char *impl_name(Impl impl) {
     return "?";
 }
 
-// Shapes (B, H, Hkv, Lq, Lk, D); Hkv = H (multi-head attention) everywhere.
+// Shapes (B, H, Hkv, Lq, Lk, D); Hkv = H (multi-head attention) except the grouped-query decode
+// (8 KV heads, as Llama 3 and Mistral).
 const std::vector<Shape> &shapes() {
     static const std::vector<Shape> list = {
-        {1, 8, 8, 512, 512, 64}, {1, 8, 8, 2048, 2048, 64}, {1, 16, 16, 1024, 1024, 128},
-        {4, 8, 8, 256, 256, 64}, {1, 32, 32, 1, 4096, 128},  // decode
+        {1, 8, 8, 512, 512, 64},  {1, 8, 8, 2048, 2048, 64}, {1, 16, 16, 1024, 1024, 128},
+        {4, 8, 8, 256, 256, 64},  {1, 32, 32, 1, 4096, 128},  // decode
+        {1, 32, 8, 1, 4096, 128},                             // decode, GQA
     };
     return list;
 }

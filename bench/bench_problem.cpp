@@ -47,6 +47,7 @@ const char *scheme_name(SchemeId s) {
 std::string Shape::name() const {
     std::ostringstream s;
     s << batch << "x" << heads << "x" << q_len << "x" << k_len << "x" << head_dim;
+    if (kv_heads != heads) s << "_kv" << kv_heads;
     return s.str();
 }
 

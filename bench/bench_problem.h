@@ -22,7 +22,7 @@ const char *scheme_name(SchemeId s);  // sdpa, alibi, t5, shaw, txl, deberta, ro
 struct Shape {
     int batch = 1, heads = 1, kv_heads = 1, q_len = 1, k_len = 1, head_dim = 64;
     bool decode() const { return q_len == 1; }
-    std::string name() const;  // BxHxLqxLkxD
+    std::string name() const;  // BxHxLqxLkxD, then _kvN when Hkv != H
 };
 
 struct Config {

@@ -18,7 +18,8 @@ from collections import OrderedDict, defaultdict
 
 IMPLS = ["attngen", "attngen_bf16", "attngen_kvcache", "openblas", "onednn", "naive"]
 # The suite's shapes and masks in reading order (repetitions run interleaved, so the JSON's is random).
-SHAPE_ORDER = ["1x8x512x512x64", "1x8x2048x2048x64", "1x16x1024x1024x128", "4x8x256x256x64", "1x32x1x4096x128"]
+SHAPE_ORDER = ["1x8x512x512x64", "1x8x2048x2048x64", "1x16x1024x1024x128", "4x8x256x256x64", "1x32x1x4096x128",
+               "1x32x1x4096x128_kv8"]
 MASK_ORDER = ["none", "causal"]
 SUFFIX = re.compile(r"^(real_time|manual_time|process_time|iterations:\d+|min_time:[0-9.e+-]+s?|repeats:\d+|threads:\d+)$")
 

@@ -455,12 +455,18 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     LoopLevel per_chunk = chunk_level(s), per_tile(output, loops.task);
     if (s.blocking.merge == Merge::TwoPass && p.split_keys) {
         // Split-K: every (key chunk, query row, head, batch) is one task of one flat parallel loop;
-        // the merge then runs per output row.
-        Var work("work");
+        // the merge then runs per output row. The query heads that share a KV head (GQA, MQA) are
+        // innermost, so they run one after another on the chunk the first one brought into cache;
+        // then the chunks. JIT, (1,32,1,4096,128) causal, same process: 8 KV heads 1.22x, 1 KV head
+        // 1.62x faster than chunks innermost; 32 (MHA: groups of one head) the same order as before.
+        Var work("work"), kv_group("kv_group"), group_head("group_head");
         s.chunk_state.compute_root()
-            .fuse(s.h, s.b, work)
-            .fuse(s.it, work, work)
-            .fuse(s.c, work, work)
+            .split(s.h, kv_group, group_head, s.heads / s.kv_heads, TailStrategy::GuardWithIf)
+            .reorder(s.d, s.ii, group_head, s.c, kv_group, s.it, s.b)
+            .fuse(group_head, s.c, work)
+            .fuse(work, kv_group, work)
+            .fuse(work, s.it, work)
+            .fuse(work, s.b, work)
             .parallel(work)
             .vectorize(s.d, vw, guard);
         per_chunk = LoopLevel(s.chunk_state, work);

@@ -207,6 +207,27 @@ TEST_CASE("sdpa: windows, padding and causal masks across many key chunks and qu
     }
 }
 
+TEST_CASE("sdpa: decode with grouped query heads over several key chunks", "[attention][sdpa][decode][gqa]") {
+    // Groups of 1 (MHA), 3 and 8 (MQA) query heads per KV head; several key chunks, a padded batch.
+    struct Shape {
+        int B, H, Hkv, Lk, D;
+        attngen_mask mask;
+        std::vector<int32_t> kv_lengths;
+    };
+    const Shape shapes[] = {
+        {2, 3, 3, 1300, 128, ATTNGEN_MASK_CAUSAL, {1300, 513}},
+        {2, 6, 2, 1300, 64, ATTNGEN_MASK_CAUSAL, {1300, 513}},
+        {1, 8, 1, 1500, 128, ATTNGEN_MASK_NONE, {}},
+        {1, 6, 2, 700, 40, ATTNGEN_MASK_CAUSAL, {}},  // generic head dim
+    };
+    uint64_t seed = 140;
+    for (const Shape &shape : shapes) {
+        AttnCase c = sdpa(shape.B, shape.H, shape.Hkv, 1, shape.Lk, shape.D, seed++, shape.mask);
+        c.kv_lengths = shape.kv_lengths;
+        CHECK_MATCHES_REFERENCE(c);
+    }
+}
+
 TEST_CASE("sdpa: kv_lengths padding, including an empty batch", "[attention][sdpa][padding]") {
     for (attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
         AttnCase c = sdpa(3, 2, 2, 9, 9, 16, 60, mask);

@@ -768,6 +768,20 @@ TEST_CASE("xpos: decode", "[schemes][xpos][decode]") {
     CHECK_MATCHES_REFERENCE(b);
 }
 
+TEST_CASE("rope and xpos: decode with grouped query heads over several key chunks",
+          "[schemes][rope][xpos][decode][gqa]") {
+    // Split-K decode runs the query heads of a KV group one after another per key chunk: groups of 3
+    // and of 4 (MQA), several chunks with a partial last one, and a padded batch.
+    const int D = GENERATE(64, 128);
+    AttnCase a = base_case(2, 6, 2, 1, 1300, D, 347 + D, ATTNGEN_MASK_CAUSAL);
+    a.kv_lengths = {1300, 701};
+    set_rope(a, ATTNGEN_ROPE_INTERLEAVED);
+    CHECK_MATCHES_REFERENCE(a);
+    AttnCase b = base_case(1, 4, 1, 1, 1100, D, 348 + D, ATTNGEN_MASK_NONE);
+    set_xpos(b);
+    CHECK_MATCHES_REFERENCE(b);
+}
+
 TEST_CASE("xpos: GQA, head dims, non-causal and chunked", "[schemes][xpos][gqa][head_dim]") {
     const int D = GENERATE(64, 128, 18);
     AttnCase a = base_case(1, 4, 2, 14, 14, D, 345 + D, ATTNGEN_MASK_CAUSAL);
