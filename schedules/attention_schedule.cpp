@@ -37,8 +37,22 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
         const Halide::Expr tiles = (first.q_len + cpu.blocking.query_tile - 1) / cpu.blocking.query_tile;
         tiles_per_task = Halide::select(pairs % pool == 0 || pairs >= 4 * pool, tiles, 1);
     }
+    // CPU decode with one task per query row: a task runs query heads that share a KV head (GQA, MQA),
+    // so each key chunk is read from memory once per task (schedule_decode). The whole group, or
+    // the largest power-of-two part of it that gives the threads an even share of tasks.
+    Halide::Expr heads_per_task;
+    if (!on_gpu && shape == ShapeClass::Decode && !cpu.split_keys && cpu.blocking.merge == Merge::TwoPass) {
+        const AttentionStages &first = pipeline.variants.front();
+        const Halide::Expr group = first.heads / first.kv_heads, pool = Halide::max(threads, 1);
+        Halide::Expr parts = group;  // one head per task, if nothing better
+        for (int p = 32; p >= 1; p /= 2) {
+            const Halide::Expr tasks = first.kv_heads * first.batch * p;
+            parts = Halide::select(group % p == 0 && (tasks % pool == 0 || tasks >= 4 * pool), p, parts);
+        }
+        heads_per_task = Halide::max(group / parts, 1);
+    }
     OutputLoops loops = on_gpu ? schedule_output_gpu(pipeline.output, gpu, shape)
-                               : schedule_output_cpu(pipeline.output, cpu, shape, tiles_per_task);
+                               : schedule_output_cpu(pipeline.output, cpu, shape, tiles_per_task, heads_per_task);
     for (size_t n = 0; n < pipeline.variants.size(); n++) {
         const bool fixed = pipeline.head_dims[n] > 0;
         if (on_gpu) {

@@ -44,18 +44,20 @@ GpuScheduleParams default_gpu_params(ShapeClass shape, const Halide::Target &tar
 
 // The loops of the output Func at which variant stages are computed.
 struct OutputLoops {
-    Halide::Var task{"task"};          // CPU: one query tile of one (head, batch)
-    Halide::Var tile_run{"tile_run"};  // CPU with tiles_per_task: a run of a pair's tiles
-    Halide::Var tile{"tile"};          // query tile (GPU block)
-    Halide::Var heads{"hb"};           // fused head x batch (GPU block; CPU with tiles_per_task: the pair task)
+    Halide::Var task{"task"};            // CPU: one query tile of one (head, batch)
+    Halide::Var tile_run{"tile_run"};    // CPU with tiles_per_task: a run of a pair's tiles
+    Halide::Var tile{"tile"};            // query tile (GPU block)
+    Halide::Var heads{"hb"};             // fused head x batch (GPU block; CPU with tiles_per_task: the pair task)
+    Halide::Var task_head{"task_head"};  // CPU with heads_per_task: a head of the task's group
 };
 
 // CPU: the output is split into query tiles; (tile, head, batch) tasks run in parallel, or with
 // `tiles_per_task` (defined: prefill of a scheme that transforms keys), (head, batch) pairs do, and
 // inside them runs of that many tiles, each run in order (a pair's tiles in one run, or one tile a
-// run where the pairs are too few for the threads; see schedule_attention).
+// run where the pairs are too few for the threads; see schedule_attention). With `heads_per_task`
+// (defined: decode with one task per row), a task is one tile of that many consecutive heads.
 OutputLoops schedule_output_cpu(Halide::Func output, const CpuScheduleParams &params, ShapeClass shape,
-                                const Halide::Expr &tiles_per_task);
+                                const Halide::Expr &tiles_per_task, const Halide::Expr &heads_per_task);
 // `fixed_head_dim`: the variant's head_dim is a compile-time constant (D fast path: register blocks unrolled).
 void schedule_variant_cpu(AttentionStages &s, Halide::Func output, const OutputLoops &loops,
                           const CpuScheduleParams &params, ShapeClass shape, bool fixed_head_dim);

@@ -38,11 +38,19 @@ CpuScheduleParams default_cpu_params(ShapeClass shape) {
 }
 
 OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, ShapeClass shape,
-                                const Expr &tiles_per_task) {
+                                const Expr &tiles_per_task, const Expr &heads_per_task) {
     OutputLoops loops;
-    Var d("d"), i("i"), h("h"), b("b"), ii("ii"), row_block("row_block"), row("row");
+    Var d("d"), i("i"), h("h"), b("b"), ii("ii"), row_block("row_block"), row("row"), head_group("head_group");
     const int tile = params.blocking.query_tile;
-    output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf).fuse(h, b, loops.heads);
+    output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf);
+    if (heads_per_task.defined()) {
+        // The group divides the heads (as the KV heads do): the guard never fails.
+        output.split(h, head_group, loops.task_head, heads_per_task, TailStrategy::GuardWithIf)
+            .reorder(d, ii, loops.task_head, loops.tile, b, head_group)
+            .fuse(b, head_group, loops.heads);
+    } else {
+        output.fuse(h, b, loops.heads);
+    }
     if (tiles_per_task.defined()) {
         // A task: a (head, batch) pair, its tiles in runs of tiles_per_task, each run in order. Runs
         // are nested parallel tasks (a single run where the pairs alone keep the threads busy); a run
@@ -475,7 +483,12 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         for (const Expr &condition : s.transform_specializations)
             s.query_tile.specialize(condition);
     } else {
-        if (s.blocking.merge == Merge::TwoPass) s.chunk_state.compute_at(output, loops.task).vectorize(s.d, vw, guard);
+        // A task's heads (schedule_output_cpu: the query heads of one KV group) take turns on each key
+        // chunk while the chunk is in the core's L2.
+        if (s.blocking.merge == Merge::TwoPass) {
+            s.chunk_state.compute_at(output, loops.task).reorder(s.d, s.ii, s.h, s.c).vectorize(s.d, vw, guard);
+            per_chunk = LoopLevel(s.chunk_state, s.h);
+        }
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
     }
 

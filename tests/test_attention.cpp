@@ -208,7 +208,9 @@ TEST_CASE("sdpa: windows, padding and causal masks across many key chunks and qu
 }
 
 TEST_CASE("sdpa: decode with grouped query heads over several key chunks", "[attention][sdpa][decode][gqa]") {
-    // Groups of 1 (MHA), 3 and 8 (MQA) query heads per KV head; several key chunks, a padded batch.
+    // Groups of 1 (MHA), 3, 4 and 8 (MQA) query heads per KV head; several key chunks, padded
+    // batches. A decode task runs a group's heads, or part of a group where the groups are too few
+    // to share out over the threads (MQA on one sequence), or one head (3 heads, one KV head).
     struct Shape {
         int B, H, Hkv, Lk, D;
         attngen_mask mask;
@@ -219,6 +221,8 @@ TEST_CASE("sdpa: decode with grouped query heads over several key chunks", "[att
         {2, 6, 2, 1300, 64, ATTNGEN_MASK_CAUSAL, {1300, 513}},
         {1, 8, 1, 1500, 128, ATTNGEN_MASK_NONE, {}},
         {1, 6, 2, 700, 40, ATTNGEN_MASK_CAUSAL, {}},  // generic head dim
+        {3, 8, 2, 1100, 64, ATTNGEN_MASK_CAUSAL, {1100, 600, 1}},
+        {1, 3, 1, 900, 128, ATTNGEN_MASK_NONE, {}},
     };
     uint64_t seed = 140;
     for (const Shape &shape : shapes) {

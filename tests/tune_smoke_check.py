@@ -21,7 +21,7 @@ entries = tuned["entries"]
 assert len(entries) == 1, entries
 entry = entries[0]
 assert entry["scheme"] == "sdpa" and entry["shape_class"] == "decode", entry
-assert entry["tuning_shapes"] == ["(1,32,1,4096,64) causal"], entry["tuning_shapes"]
+assert entry["tuning_shapes"] == ["(1,32,1,4096,64) causal", "(1,32,1,4096,64) kv8 causal"], entry["tuning_shapes"]
 playoff = entry["playoff"]
 assert 1 <= len(playoff) <= 3, playoff
 assert all(len(f["gflops_rounds"]) == 3 and min(f["gflops_rounds"]) > 0 for f in playoff), playoff

@@ -63,9 +63,11 @@ struct Measured {
 // Prefill is tuned on small, medium and large problems with both masks, and scored by the geometric
 // mean of their rates, so that a small batch of short sequences counts as much as a long one (a sum
 // of times would let the largest shape decide alone: it did, and kept tiles that lose on 256-row
-// problems).
+// problems). Decode: a multi-head cache and a grouped-query one (8 KV heads for 32 query heads, as
+// Llama 3 8B), where a task that runs a group's heads reads the cache once.
 std::vector<ProblemShape> tuning_shapes(ShapeClass shape, int head_dim) {
-    if (shape == ShapeClass::Decode) return {{1, 32, 32, 1, 4096, head_dim, kMaskCausal}};
+    if (shape == ShapeClass::Decode)
+        return {{1, 32, 32, 1, 4096, head_dim, kMaskCausal}, {1, 32, 8, 1, 4096, head_dim, kMaskCausal}};
     std::vector<ProblemShape> shapes;
     for (const ProblemShape &size :
          {ProblemShape{4, 8, 8, 256, 256, head_dim, kMaskNone}, ProblemShape{1, 8, 8, 512, 512, head_dim, kMaskNone},
