@@ -460,7 +460,8 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const bool rotate_in_dot_product = rotates_keys_in_dot_product(s, fixed_head_dim);
     schedule_merge(s, output, loops, vw);
 
-    LoopLevel per_chunk = chunk_level(s), per_tile(output, loops.task);
+    // per_chunk: a chunk of one head; per_group_chunk: a chunk of all the task's heads.
+    LoopLevel per_chunk = chunk_level(s), per_group_chunk = chunk_level(s), per_tile(output, loops.task);
     if (s.blocking.merge == Merge::TwoPass && p.split_keys) {
         // Split-K: every (key chunk, query row, head, batch) is one task of one flat parallel loop;
         // the merge then runs per output row. The query heads that share a KV head (GQA, MQA) are
@@ -477,7 +478,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             .fuse(work, s.b, work)
             .parallel(work)
             .vectorize(s.d, vw, guard);
-        per_chunk = LoopLevel(s.chunk_state, work);
+        per_chunk = per_group_chunk = LoopLevel(s.chunk_state, work);
         per_tile = per_chunk;  // a tile is one row: its per-tile stages are recomputed per chunk
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
         for (const Expr &condition : s.transform_specializations)
@@ -495,12 +496,25 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     // One query row: scores are dot products over d, a vector of channels at a time reduced once
     // per key; the chunk's max and sum reduce a vector of keys at a time.
     s.scores.compute_at(per_chunk).vectorize(s.jj, vw, guard);
-    s.qk.compute_at(per_chunk).vectorize(s.jj, vw, guard);
+    // Per-head tasks that rotate keys in the dot product: the task's heads (a KV group) take turns on
+    // each block of kSharedKeyBlock keys, so each key's K row and table row come into L1 once per group
+    // (JIT, (1,32,1,4096,128) causal, same process: half-pair RoPE with 8 KV heads 1.35-1.45x faster,
+    // interleaved 0-10 %, xPos unchanged; MHA (groups of one head) unchanged within noise).
+    constexpr int kSharedKeyBlock = 16;
+    const bool heads_share_key_blocks = rotate_in_dot_product && s.blocking.merge == Merge::TwoPass && !p.split_keys;
+    s.qk.compute_at(heads_share_key_blocks ? per_group_chunk : per_chunk).vectorize(s.jj, vw, guard);
     RVar outer("outer"), lane("lane");
     if (fixed_head_dim) {
-        Var lane_v("lane_v");
+        Var lane_v("lane_v"), key_block("key_block"), block_key("block_key");
         Func partial = s.qk.update().split(s.rd, outer, lane, vw).rfactor(lane, lane_v);
-        partial.compute_at(s.qk, s.jj).vectorize(lane_v);
+        if (heads_share_key_blocks) {
+            s.qk.update()
+                .split(s.jj, key_block, block_key, kSharedKeyBlock, guard)
+                .reorder(lane, block_key, s.h, key_block);
+            partial.compute_at(s.qk, block_key).vectorize(lane_v);
+        } else {
+            partial.compute_at(s.qk, s.jj).vectorize(lane_v);
+        }
         partial.update().vectorize(lane_v);
         s.qk.update().atomic().vectorize(lane);
         if (rotate_in_dot_product) {
@@ -535,7 +549,8 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         schedule_value_term_updates(s, vw);
     }
 
-    if (!rotate_in_dot_product) schedule_key_transform(s, vw, fixed_head_dim, per_chunk);
+    // Otherwise keys are rotated per chunk, once for all the task's heads.
+    if (!rotate_in_dot_product) schedule_key_transform(s, vw, fixed_head_dim, per_group_chunk);
     schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 

@@ -82,6 +82,19 @@ TEST_CASE("bf16: every scheme, prefill and decode", "[bf16][schemes]") {
     }
 }
 
+TEST_CASE("bf16: RoPE and xPos decode with grouped query heads over several key chunks", "[bf16][rope][xpos][gqa]") {
+    // bf16 keys are rotated per key chunk, once for all the query heads of a KV group in a task.
+    for (const attngen_scheme scheme : {ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS}) {
+        for (const int head_dim : {128, 24}) {
+            AttnCase c = make_case(2, 8, 2, 1, 1300, head_dim, 820 + int(scheme) + head_dim);
+            c.mask = ATTNGEN_MASK_CAUSAL;
+            c.kv_lengths = {1300, 517};
+            set_random_scheme(c, scheme, 830 + int(scheme));
+            check_bf16(c);
+        }
+    }
+}
+
 TEST_CASE("bf16: mixed element types and GPU devices are clear errors", "[bf16][validation]") {
     AttnCase c = make_case(1, 2, 2, 5, 7, 16, 800);
     std::vector<uint16_t> q = to_bits(c.q), o(c.q_size(), 0);

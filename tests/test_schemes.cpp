@@ -770,8 +770,10 @@ TEST_CASE("xpos: decode", "[schemes][xpos][decode]") {
 
 TEST_CASE("rope and xpos: decode with grouped query heads over several key chunks",
           "[schemes][rope][xpos][decode][gqa]") {
-    // Split-K decode runs the query heads of a KV group one after another per key chunk: groups of 3
-    // and of 4 (MQA), several chunks with a partial last one, and a padded batch.
+    // Decode runs the query heads of a KV group together: per-head tasks take turns on each block of
+    // 16 keys (keys rotated in the dot product), split-K runs them one after another per chunk.
+    // Groups of 3 and of 4 (MQA), several chunks with a partial last one, key counts that are not a
+    // multiple of the block, and padded batches.
     const int D = GENERATE(64, 128);
     AttnCase a = base_case(2, 6, 2, 1, 1300, D, 347 + D, ATTNGEN_MASK_CAUSAL);
     a.kv_lengths = {1300, 701};
@@ -780,6 +782,10 @@ TEST_CASE("rope and xpos: decode with grouped query heads over several key chunk
     AttnCase b = base_case(1, 4, 1, 1, 1100, D, 348 + D, ATTNGEN_MASK_NONE);
     set_xpos(b);
     CHECK_MATCHES_REFERENCE(b);
+    AttnCase c = base_case(2, 8, 2, 1, 1037, D, 349 + D, ATTNGEN_MASK_CAUSAL);
+    c.kv_lengths = {1037, 19};
+    set_rope(c, ATTNGEN_ROPE_HALF);
+    CHECK_MATCHES_REFERENCE(c);
 }
 
 TEST_CASE("xpos: GQA, head dims, non-causal and chunked", "[schemes][xpos][gqa][head_dim]") {
