@@ -41,7 +41,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     // so each key chunk is read from memory once per task (schedule_decode). The whole group, or
     // the largest power-of-two part of it that gives the threads an even share of tasks.
     Halide::Expr heads_per_task;
-    if (!on_gpu && shape == ShapeClass::Decode && !cpu.split_keys && cpu.blocking.merge == Merge::TwoPass) {
+    if (!on_gpu && shape == ShapeClass::Decode && decode_tasks_run_head_groups(cpu)) {
         const AttentionStages &first = pipeline.variants.front();
         const Halide::Expr group = first.heads / first.kv_heads, pool = Halide::max(threads, 1);
         Halide::Expr parts = group;  // one head per task, if nothing better

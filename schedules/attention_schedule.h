@@ -37,6 +37,11 @@ struct GpuScheduleParams {
 };
 
 CpuScheduleParams default_cpu_params(ShapeClass shape);
+// CPU decode without split-K runs one task per query row over the query heads of a KV group (or part
+// of one): schedule_attention sizes the group, schedule_decode orders its loops.
+inline bool decode_tasks_run_head_groups(const CpuScheduleParams &params) {
+    return !params.split_keys && params.blocking.merge == Merge::TwoPass;
+}
 // The blocking the algorithm is defined with for a CPU schedule: `params.blocking` plus what the
 // schedule's register blocks imply (P.V's value row group).
 Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shape);

@@ -458,6 +458,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const int vw = p.vector_width;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     const bool rotate_in_dot_product = rotates_keys_in_dot_product(s, fixed_head_dim);
+    const bool head_group_tasks = decode_tasks_run_head_groups(p);
     schedule_merge(s, output, loops, vw);
 
     // per_chunk: a chunk of one head; per_group_chunk: a chunk of all the task's heads.
@@ -486,7 +487,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     } else {
         // A task's heads (schedule_output_cpu: the query heads of one KV group) take turns on each key
         // chunk while the chunk is in the core's L2.
-        if (s.blocking.merge == Merge::TwoPass) {
+        if (head_group_tasks) {
             s.chunk_state.compute_at(output, loops.task).reorder(s.d, s.ii, s.h, s.c).vectorize(s.d, vw, guard);
             per_chunk = LoopLevel(s.chunk_state, s.h);
         }
@@ -501,7 +502,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     // (JIT, (1,32,1,4096,128) causal, same process: half-pair RoPE with 8 KV heads 1.35-1.45x faster,
     // interleaved 0-10 %, xPos unchanged; MHA (groups of one head) unchanged within noise).
     constexpr int kSharedKeyBlock = 16;
-    const bool heads_share_key_blocks = rotate_in_dot_product && s.blocking.merge == Merge::TwoPass && !p.split_keys;
+    const bool heads_share_key_blocks = rotate_in_dot_product && head_group_tasks;
     s.qk.compute_at(heads_share_key_blocks ? per_group_chunk : per_chunk).vectorize(s.jj, vw, guard);
     RVar outer("outer"), lane("lane");
     if (fixed_head_dim) {

@@ -705,8 +705,12 @@ int main(int argc, char **argv) {
                 }
                 json entry =
                     tune_entry(scheme, options, shape, opt, target, previous.is_null() ? nullptr : &previous, starts);
-                entries.erase(std::remove_if(entries.begin(), entries.end(), same_entry), entries.end());
-                entries.push_back(entry);
+                // In place: a re-run's diff of the file shows only the entries it changed.
+                if (found != entries.end()) {
+                    *found = entry;
+                } else {
+                    entries.push_back(entry);
+                }
                 std::ofstream out(opt.out);
                 out << file.dump(2) << "\n";  // written after every entry: a long run keeps its results
             } catch (const std::exception &e) {
