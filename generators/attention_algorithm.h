@@ -108,7 +108,6 @@ struct AttentionStages {
 
     Blocking blocking;
     Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;
-    Halide::Expr chunks_are_full;  // k_len is a multiple of key_chunk: key reads need no clamping
     bool transforms_query = false, transforms_key = false, has_value_term = false;
     bool table_term_by_band = false;               // scores has the band update
     Halide::Type key_storage = Halide::Float(32);  // the K input's element type (set by the pipeline)

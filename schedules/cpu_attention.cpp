@@ -565,9 +565,6 @@ void schedule_variant_cpu(AttentionStages &s, Func output, const OutputLoops &lo
         schedule_decode(s, output, loops, params, fixed_head_dim);
     }
     chunk_temporaries_on_stack(s, fixed_head_dim);
-    // Full chunks (the common case) read keys and values without per-key clamping. Last: a
-    // specialization inherits the directives made on chunk_state before it.
-    if (fixed_head_dim && s.blocking.merge == Merge::TwoPass) s.chunk_state.specialize(s.chunks_are_full);
 }
 
 }  // namespace attngen
