@@ -11,6 +11,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 build="$1"
 dir="$2"
+# A build without an NVIDIA driver has no CUDA kernels unless asked for (ATTNGEN_CUDA defaults to OFF there).
+grep -q '^ATTNGEN_CUDA:BOOL=ON' "$build/CMakeCache.txt" ||
+    { echo "pack.sh: $build has no CUDA kernels: configure it with -DATTNGEN_CUDA=ON" >&2; exit 1; }
 mkdir -p "$dir/bin" "$dir/lib" "$dir/cases"
 for binary in tests/attngen_tests tools/attngen-conform bench/attngen-bench examples/attngen-example; do
     cp "$build/$binary" "$dir/bin/"
