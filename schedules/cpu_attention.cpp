@@ -106,9 +106,11 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
 
 namespace {
 
-// The per-chunk temporaries (constant size: tile x chunk at most) live on the task's stack: one
-// heap allocation and free per chunk and stage would otherwise cost more than a small chunk's
-// arithmetic, and contend for the allocator between threads. The P.V block only with a fixed D.
+// The per-chunk temporaries (tile x chunk at most) are asked for on the task's stack: one heap
+// allocation and free per chunk and stage would otherwise cost more than a small chunk's arithmetic,
+// and contend for the allocator between threads. The P.V block only with a fixed D. Halide keeps
+// stack allocations to 16 KB: the tile x chunk scores and probabilities (32 KB with the tuned 64 x 128)
+// still go to halide_malloc, which the runtime serves from a per-thread block cache (allocator.cpp).
 void chunk_temporaries_on_stack(AttentionStages &s, bool fixed_head_dim) {
     for (Func f : {s.qk, s.scores, s.chunk_max, s.probs, s.chunk_sum})
         f.store_in(MemoryType::Stack);
