@@ -66,6 +66,10 @@ struct AttentionControls {
     Halide::Func kv_len;     // (b): valid keys per batch; keys j >= kv_len(b) are masked
 };
 
+// The head layouts a variant serves. A schedule may want the algorithm in two copies, one for multi-head
+// attention (each KV head serves one query head) and one for grouped queries (several share it).
+enum class HeadSharing { Any, OneQueryHeadPerKvHead, SharedKvHeads };
+
 // Every stage of one attention variant, for a schedule to place.
 struct AttentionStages {
     Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"};                // output index
@@ -111,6 +115,7 @@ struct AttentionStages {
     bool transforms_query = false, transforms_key = false, has_value_term = false;
     bool table_term_by_band = false;               // scores has the band update
     Halide::Type key_storage = Halide::Float(32);  // the K input's element type (set by the pipeline)
+    HeadSharing head_sharing = HeadSharing::Any;   // the head layouts this variant serves (set by the pipeline)
 };
 
 // Builds one variant of the algorithm. `problem.head_dim` may be a constant (a fast path) or the

@@ -91,8 +91,10 @@ public:
         const Blocking blocking = get_target().has_gpu_feature()
                                       ? cpu_params().blocking
                                       : cpu_algorithm_blocking(cpu_params(), parse_shape_class(shape_class));
+        const HeadSharingSplit split =
+            auto_schedule ? nullptr : head_sharing_split(get_target(), parse_shape_class(shape_class), cpu_params());
         pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options), blocking,
-                                              target_fast_head_dims());
+                                              target_fast_head_dims(), /*generic=*/true, split);
         out = pipeline_.output;
     }
 

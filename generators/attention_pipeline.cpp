@@ -31,18 +31,20 @@ Func channel_clamped(const ImageParam &param, const Expr &runtime_head_dim, bool
 
 AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const std::string &scheme_name,
                                             const SchemeOptions &options, const Blocking &blocking,
-                                            const std::vector<int> &fast_head_dims, bool generic) {
+                                            const std::vector<int> &fast_head_dims, bool generic,
+                                            const HeadSharingSplit &split_head_sharing) {
     AttentionPipeline pipeline;
     pipeline.head_dim = in.q.dim(0).extent();
-    pipeline.head_dims = fast_head_dims;
-    if (generic || fast_head_dims.empty()) pipeline.head_dims.push_back(0);
+    pipeline.kv_heads_shared = in.q.dim(2).extent() != in.k.dim(2).extent();
+    std::vector<int> head_dims = fast_head_dims;
+    if (generic || fast_head_dims.empty()) head_dims.push_back(0);
 
     Func kv_len("kv_len_in");
     Var b("b");
     kv_len(b) = in.kv_len(b);
     AttentionControls controls{in.scale, in.mask_kind, in.window, kv_len};
 
-    for (int fixed : pipeline.head_dims) {
+    auto define_variant = [&](int fixed, HeadSharing sharing) {
         AttentionProblem p;
         p.runtime_head_dim = pipeline.head_dim;
         p.head_dim = fixed > 0 ? Expr(fixed) : pipeline.head_dim;
@@ -60,14 +62,28 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
         pipeline.variants.push_back(define_attention(p, *scheme, controls, blocking));
         pipeline.variants.back().key_storage = in.k.type();  // for the schedule; the math reads K as float
+        pipeline.variants.back().head_sharing = sharing;
+        pipeline.head_dims.push_back(fixed);
+    };
+    for (int fixed : head_dims) {
+        define_variant(fixed, HeadSharing::Any);
+        if (fixed > 0 && split_head_sharing && split_head_sharing(pipeline.variants.back())) {
+            pipeline.variants.back().head_sharing = HeadSharing::OneQueryHeadPerKvHead;
+            define_variant(fixed, HeadSharing::SharedKvHeads);
+        }
     }
 
-    // The output selects the variant for the runtime head_dim; the schedule specializes on the same
-    // conditions so each branch computes exactly one variant.
+    // The output selects the variant for the runtime head_dim (and head sharing, where a head_dim has
+    // two); the schedule specializes on the same conditions so each branch computes exactly one variant.
     Var d("d"), i("i"), h("h");
-    Expr value = pipeline.variants.back().output(d, i, h, b);
-    for (int n = int(pipeline.head_dims.size()) - 2; n >= 0; n--) {
-        value = select(pipeline.head_dim == pipeline.head_dims[n], pipeline.variants[n].output(d, i, h, b), value);
+    auto variant_value = [&](size_t n) { return pipeline.variants[n].output(d, i, h, b); };
+    Expr value = variant_value(pipeline.variants.size() - 1);
+    for (int n = int(pipeline.variants.size()) - 2; n >= 0; n--) {
+        if (pipeline.variants[n].head_sharing == HeadSharing::SharedKvHeads) continue;  // taken with its pair
+        Expr chosen = variant_value(n);
+        if (pipeline.variants[n].head_sharing == HeadSharing::OneQueryHeadPerKvHead)
+            chosen = select(pipeline.kv_heads_shared, variant_value(n + 1), chosen);
+        value = select(pipeline.head_dim == pipeline.head_dims[n], chosen, value);
     }
     pipeline.output = Func("attention_out");
     pipeline.output(d, i, h, b) = cast(in.q.type(), value);  // bf16 outputs round to nearest even

@@ -1,12 +1,14 @@
 // Assembles the attention algorithm into one pipeline: the inputs every kernel takes, one variant
-// per head-dim fast path plus a generic one, and an output that selects among them. Which variant
-// runs is decided by the schedule's specializations (schedules/), not here.
+// per head-dim fast path (two where the schedule asks for a multi-head and a grouped-query copy) plus
+// a generic one, and an output that selects among them. Which variant runs is decided by the
+// schedule's specializations (schedules/), not here.
 #pragma once
 
 #include "attention_algorithm.h"
 
 #include <Halide.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,16 +27,25 @@ std::vector<InputSpec> attention_core_inputs();
 
 struct AttentionPipeline {
     Halide::Func output;                    // (d, i, h, b)
-    std::vector<AttentionStages> variants;  // one per entry of head_dims
+    std::vector<AttentionStages> variants;  // per fixed head_dim one (or two: see HeadSharingSplit), then generic
     std::vector<int> head_dims;             // fixed head_dim of each variant; 0 = any
     Halide::Expr head_dim;                  // the runtime head_dim
+    // heads != kv_heads: selects a variant's SharedKvHeads copy over its OneQueryHeadPerKvHead one.
+    // Schedules specialize on this very Expr, so each branch computes one copy.
+    Halide::Expr kv_heads_shared;
 };
+
+// Asked of each fixed-head_dim variant: whether the schedule wants it in two copies, one serving
+// multi-head attention and one grouped queries (a schedule that places some stage differently for
+// the two; see schedules/). Null: one copy each.
+using HeadSharingSplit = std::function<bool(const AttentionStages &)>;
 
 // `fast_head_dims`: head dims that get a variant with the dimension fixed at compile time.
 // `generic`: also a variant for any head_dim (off only for single-shape experiments, e.g. the
 // autoschedulers, which cannot use specializations).
 AttentionPipeline define_attention_pipeline(const AttentionBindings &bindings, const std::string &scheme,
                                             const SchemeOptions &options, const Blocking &blocking,
-                                            const std::vector<int> &fast_head_dims, bool generic = true);
+                                            const std::vector<int> &fast_head_dims, bool generic = true,
+                                            const HeadSharingSplit &split_head_sharing = nullptr);
 
 }  // namespace attngen

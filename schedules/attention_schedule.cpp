@@ -61,10 +61,21 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
             schedule_variant_cpu(pipeline.variants[n], pipeline.output, loops, cpu, shape, fixed);
         }
     }
-    for (int fixed : pipeline.head_dims) {
-        if (fixed > 0) pipeline.output.specialize(pipeline.head_dim == fixed);
+    for (size_t n = 0; n < pipeline.variants.size(); n++) {
+        const int fixed = pipeline.head_dims[n];
+        if (fixed <= 0 || pipeline.variants[n].head_sharing == HeadSharing::SharedKvHeads) continue;
+        Halide::Stage branch = pipeline.output.specialize(pipeline.head_dim == fixed);
+        if (pipeline.variants[n].head_sharing == HeadSharing::OneQueryHeadPerKvHead)
+            branch.specialize(pipeline.kv_heads_shared);
     }
     if (pipeline.head_dims.back() != 0) pipeline.output.specialize_fail("attngen: no variant for this head_dim");
+}
+
+HeadSharingSplit head_sharing_split(const Halide::Target &target, ShapeClass shape, const CpuScheduleParams &cpu) {
+    if (target.has_gpu_feature() || shape != ShapeClass::Decode || !decode_tasks_run_head_groups(cpu)) return nullptr;
+    // CPU decode with head-group tasks rotates keys (RoPE, xPos) inside the dot product for multi-head
+    // attention, and once per key chunk for a group's heads to share (schedule_decode).
+    return [](const AttentionStages &s) { return s.transforms_key && s.key_storage == Halide::Float(32); };
 }
 
 void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target) {

@@ -78,6 +78,10 @@ void schedule_variant_gpu(AttentionStages &s, Halide::Func output, const OutputL
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
                         const CpuScheduleParams &cpu, const GpuScheduleParams &gpu, const Halide::Expr &threads);
 
+// The variants a schedule wants in two copies, for multi-head and for grouped-query attention
+// (define_attention_pipeline's `split_head_sharing`); null when none.
+HeadSharingSplit head_sharing_split(const Halide::Target &target, ShapeClass shape, const CpuScheduleParams &cpu);
+
 // Target fixes applied during lowering (Halide 14 GPU kernel-argument workaround); call from a
 // generator's schedule() with its pipeline.
 void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target);

@@ -451,8 +451,13 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 // channel vectors unrolled so each one's pairing is a constant: no rotated copy of the chunk is
 // written and read back (JIT, (1,32,1,4096,128), same process: RoPE and xPos 2-11 % faster). Not for
 // bf16 keys: there interleaved RoPE measured 14 % slower (half-pair RoPE 11 % faster, xPos unchanged).
+// Nor where query heads share KV heads (the variant's copy for GQA, see head_sharing_split): there a
+// chunk's keys are rotated once for the group's heads (JIT, (1,32,1,4096,128) with 8 KV heads, same
+// process, head-group tasks: RoPE half 0.91x, interleaved 0.68x, xPos 0.75x the time of rotating in
+// the dot product; for multi-head attention rotating per chunk took 1.11-1.23x as long).
 bool rotates_keys_in_dot_product(const AttentionStages &s, bool fixed_head_dim) {
-    return s.transforms_key && fixed_head_dim && s.key_storage == Float(32);
+    return s.transforms_key && fixed_head_dim && s.key_storage == Float(32) &&
+           s.head_sharing != HeadSharing::SharedKvHeads;
 }
 
 void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -502,7 +507,9 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     // Per-head tasks that rotate keys in the dot product: the task's heads (a KV group) take turns on
     // each block of kSharedKeyBlock keys, so each key's K row and table row come into L1 once per group
     // (JIT, (1,32,1,4096,128) causal, same process: half-pair RoPE with 8 KV heads 1.35-1.45x faster,
-    // interleaved 0-10 %, xPos unchanged; MHA (groups of one head) unchanged within noise).
+    // interleaved 0-10 %, xPos unchanged; MHA (groups of one head) unchanged within noise). Since the
+    // grouped-query copy rotates per chunk instead, this order serves groups of one head (a kernel
+    // generated without that copy keeps it for groups).
     constexpr int kSharedKeyBlock = 16;
     const bool heads_share_key_blocks = rotate_in_dot_product && head_group_tasks;
     s.qk.compute_at(heads_share_key_blocks ? per_group_chunk : per_chunk).vectorize(s.jj, vw, guard);

@@ -770,10 +770,12 @@ TEST_CASE("xpos: decode", "[schemes][xpos][decode]") {
 
 TEST_CASE("rope and xpos: decode with grouped query heads over several key chunks",
           "[schemes][rope][xpos][decode][gqa]") {
-    // Decode runs the query heads of a KV group together: per-head tasks take turns on each block of
-    // 16 keys (keys rotated in the dot product), split-K runs them one after another per chunk.
-    // Groups of 3 and of 4 (MQA), several chunks with a partial last one, key counts that are not a
-    // multiple of the block, and padded batches.
+    // Decode runs the query heads of a KV group together: with fp32 keys and D = 64 or 128 the kernel
+    // holds two copies, one that rotates keys inside the dot product (multi-head: one head per KV
+    // head) and one that rotates each key chunk once for the group's heads (GQA, MQA); split-K
+    // schedules run the heads one after another per chunk. Groups of 3 and of 4 (MQA), groups of one,
+    // several chunks with a partial last one, key counts that are not a multiple of the block, and
+    // padded batches.
     const int D = GENERATE(64, 128);
     AttnCase a = base_case(2, 6, 2, 1, 1300, D, 347 + D, ATTNGEN_MASK_CAUSAL);
     a.kv_lengths = {1300, 701};
@@ -786,6 +788,19 @@ TEST_CASE("rope and xpos: decode with grouped query heads over several key chunk
     c.kv_lengths = {1037, 19};
     set_rope(c, ATTNGEN_ROPE_HALF);
     CHECK_MATCHES_REFERENCE(c);
+    // Multi-head attention (one query head per KV head) through the same kernels.
+    for (int n = 0; n < 3; n++) {
+        const int batch = n == 0 ? 2 : 1, heads = n == 0 ? 3 : 2, keys = n == 0 ? 1037 : n == 1 ? 777 : 530;
+        AttnCase mha =
+            base_case(batch, heads, heads, 1, keys, D, 350 + n + D, n == 1 ? ATTNGEN_MASK_NONE : ATTNGEN_MASK_CAUSAL);
+        if (n == 0) mha.kv_lengths = {600, 1037};
+        if (n == 1) {
+            set_xpos(mha);
+        } else {
+            set_rope(mha, n == 0 ? ATTNGEN_ROPE_INTERLEAVED : ATTNGEN_ROPE_HALF);
+        }
+        CHECK_MATCHES_REFERENCE(mha);
+    }
 }
 
 TEST_CASE("xpos: GQA, head dims, non-causal and chunked", "[schemes][xpos][gqa][head_dim]") {

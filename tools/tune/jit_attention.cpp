@@ -262,9 +262,11 @@ JitAttention::JitAttention(const std::string &scheme, const std::string &options
             bindings_.scheme_inputs.channel_dims[spec.name] = spec.channel_dim;
         }
     }
+    const HeadSharingSplit split =
+        candidate.autoscheduler.empty() ? head_sharing_split(target, shape_class, candidate.params) : nullptr;
     pipeline_ = define_attention_pipeline(bindings_, scheme, parse_scheme_options(options),
                                           cpu_algorithm_blocking(candidate.params, shape_class), {head_dim},
-                                          /*generic=*/false);
+                                          /*generic=*/false, split);
     for (ImageParam *input : {&bindings_.q, &bindings_.k, &bindings_.v}) {
         input->dim(0).set_min(0).set_stride(1);
         for (int d = 1; d < 4; d++)
