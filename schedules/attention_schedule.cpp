@@ -71,13 +71,6 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     if (pipeline.head_dims.back() != 0) pipeline.output.specialize_fail("attngen: no variant for this head_dim");
 }
 
-HeadSharingSplit head_sharing_split(const Halide::Target &target, ShapeClass shape, const CpuScheduleParams &cpu) {
-    if (target.has_gpu_feature() || shape != ShapeClass::Decode || !decode_tasks_run_head_groups(cpu)) return nullptr;
-    // CPU decode with head-group tasks rotates keys (RoPE, xPos) inside the dot product for multi-head
-    // attention, and once per key chunk for a group's heads to share (schedule_decode).
-    return [](const AttentionStages &s) { return s.transforms_key && s.key_storage == Halide::Float(32); };
-}
-
 void add_gpu_lowering_fixes(Halide::Pipeline pipeline, const Halide::Target &target) {
     if (target.has_gpu_feature()) pipeline.add_custom_lowering_pass(new WidenBoolLets);
 }

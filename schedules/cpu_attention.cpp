@@ -504,27 +504,15 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     // One query row: scores are dot products over d, a vector of channels at a time reduced once
     // per key; the chunk's max and sum reduce a vector of keys at a time.
     s.scores.compute_at(per_chunk).vectorize(s.jj, vw, guard);
-    // Per-head tasks that rotate keys in the dot product: the task's heads (a KV group) take turns on
-    // each block of kSharedKeyBlock keys, so each key's K row and table row come into L1 once per group
-    // (JIT, (1,32,1,4096,128) causal, same process: half-pair RoPE with 8 KV heads 1.35-1.45x faster,
-    // interleaved 0-10 %, xPos unchanged; MHA (groups of one head) unchanged within noise). Since the
-    // grouped-query copy rotates per chunk instead, this order serves groups of one head (a kernel
-    // generated without that copy keeps it for groups).
-    constexpr int kSharedKeyBlock = 16;
-    const bool heads_share_key_blocks = rotate_in_dot_product && head_group_tasks;
-    s.qk.compute_at(heads_share_key_blocks ? per_group_chunk : per_chunk).vectorize(s.jj, vw, guard);
+    // (A group's heads rotating keys in their own dot products once took turns on 16-key blocks to share
+    // K and table rows in L1; the grouped-query copy rotates per chunk instead, and with groups of one
+    // head the blocks measured the same as none: JIT, (1,32,1,4096,128), 0.93-1.06x.)
+    s.qk.compute_at(per_chunk).vectorize(s.jj, vw, guard);
     RVar outer("outer"), lane("lane");
     if (fixed_head_dim) {
-        Var lane_v("lane_v"), key_block("key_block"), block_key("block_key");
+        Var lane_v("lane_v");
         Func partial = s.qk.update().split(s.rd, outer, lane, vw).rfactor(lane, lane_v);
-        if (heads_share_key_blocks) {
-            s.qk.update()
-                .split(s.jj, key_block, block_key, kSharedKeyBlock, guard)
-                .reorder(lane, block_key, s.h, key_block);
-            partial.compute_at(s.qk, block_key).vectorize(lane_v);
-        } else {
-            partial.compute_at(s.qk, s.jj).vectorize(lane_v);
-        }
+        partial.compute_at(s.qk, s.jj).vectorize(lane_v);
         partial.update().vectorize(lane_v);
         s.qk.update().atomic().vectorize(lane);
         if (rotate_in_dot_product) {
@@ -565,6 +553,13 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
 }
 
 }  // namespace
+
+HeadSharingSplit head_sharing_split(const Target &target, ShapeClass shape, const CpuScheduleParams &cpu) {
+    if (target.has_gpu_feature() || shape != ShapeClass::Decode || !decode_tasks_run_head_groups(cpu)) return nullptr;
+    // Head-group decode tasks: a variant that would rotate keys inside the dot product gets a
+    // grouped-query copy that rotates them once per chunk for the group (schedule_decode).
+    return [](const AttentionStages &s) { return rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true); };
+}
 
 void schedule_variant_cpu(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &params,
                           ShapeClass shape, bool fixed_head_dim) {
