@@ -25,13 +25,13 @@ class WidenBoolLets : public Halide::Internal::IRMutator {
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
                         const CpuScheduleParams &cpu, const GpuScheduleParams &gpu, const Halide::Expr &threads) {
     const bool on_gpu = target.has_gpu_feature();
-    // CPU prefill of a scheme that transforms keys (RoPE, xPos): one task per (head, batch) pair, which
-    // transforms the pair's keys and then runs its query tiles in order while they are in the core's
-    // cache. Where the pairs do not share out evenly over the threads, the pair's tiles become nested
-    // parallel tasks of one tile each. (Plain attention gains 1-5 % from this order too, but it
-    // lengthens generation ~2x: Halide 14 partitions the pair's tile loop.)
+    // CPU prefill of a scheme that transforms keys (RoPE, xPos) or has a per-call table (DeBERTa's p2c):
+    // one task per (head, batch) pair, which transforms the pair's keys (computes its table) and then
+    // runs its query tiles in order while they are in the core's cache. Where the pairs do not share out evenly over
+    // the threads, the pair's tiles become nested parallel tasks of one tile each. (Plain attention gains 1-5 % from
+    // this order too, but it lengthens generation ~2x: Halide 14 partitions the pair's tile loop.)
     Halide::Expr tiles_per_task;
-    if (!on_gpu && shape == ShapeClass::Prefill && pipeline.variants.front().transforms_key) {
+    if (!on_gpu && shape == ShapeClass::Prefill && prefill_runs_pair_tasks(pipeline.variants.front())) {
         const AttentionStages &first = pipeline.variants.front();
         const Halide::Expr pairs = first.heads * first.batch, pool = Halide::max(threads, 1);
         const Halide::Expr tiles = (first.q_len + cpu.blocking.query_tile - 1) / cpu.blocking.query_tile;

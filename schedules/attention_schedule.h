@@ -78,6 +78,10 @@ void schedule_variant_gpu(AttentionStages &s, Halide::Func output, const OutputL
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
                         const CpuScheduleParams &cpu, const GpuScheduleParams &gpu, const Halide::Expr &threads);
 
+// Whether CPU prefill runs one task per (head, batch) pair, its query tiles in order: for schemes that
+// transform keys (RoPE, xPos) or compute a per-call table (DeBERTa's p2c), once per pair.
+bool prefill_runs_pair_tasks(const AttentionStages &s);
+
 // The variants a schedule wants in two copies, for multi-head and for grouped-query attention
 // (define_attention_pipeline's `split_head_sharing`); null when none.
 HeadSharingSplit head_sharing_split(const Halide::Target &target, ShapeClass shape, const CpuScheduleParams &cpu);
