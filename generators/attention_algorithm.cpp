@@ -160,12 +160,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
                  table_term_at(table_term.row(clamped_key - p.query_position(clamped_row)), clamped_row, clamped_key);
     }
     Expr band_left_edge, band_right_edge;
-    // By band, the tables are read at the unclamped row: a vector of a tile's rows then reads a per-tile
+    // By band, the tables are read at the unclamped `row`: a vector of a tile's rows then reads a per-tile
     // table (c2p) and the distance -> row table contiguously; at the clamped row, min(ramp, q_len - 1),
     // every such read was a gather (JIT, DeBERTa 4x256^2: 0.94x the time). Rows past q_len (the last
     // tile's tail) read entries of their own positions (contractions clamp the rows they read); their
     // scores are never stored.
-    const Expr &table_row = row;
     if (s.table_term_by_band) {
         // A key at or before the left edge lies at distance <= low_edge from every row of the tile, one at
         // or after the right edge at >= high_edge: such keys read one table row (a contiguous load over
@@ -178,10 +177,9 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
              high_edge = min(table_term.high_edge, distance_bound);
         band_left_edge = p.query_position(first_row) + low_edge;
         band_right_edge = p.query_position(last_row) + high_edge;
-        score +=
-            scale * select(key_index <= band_left_edge, table_term_at(table_term.row(low_edge), table_row, clamped_key),
-                           key_index >= band_right_edge,
-                           table_term_at(table_term.row(high_edge), table_row, clamped_key), 0.f);
+        score += scale * select(key_index <= band_left_edge, table_term_at(table_term.row(low_edge), row, clamped_key),
+                                key_index >= band_right_edge,
+                                table_term_at(table_term.row(high_edge), row, clamped_key), 0.f);
     }
     Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
     if (bias.defined()) score += bias;
@@ -200,7 +198,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr band_key = visible_keys(s.rk, rk_key > band_left_edge && rk_key < band_right_edge);
         Expr key = chunk_start + band_key;
         s.scores(ii, band_key, c, it, h, b) +=
-            scale * table_term_at(table_term.row(key - p.query_position(table_row)), table_row, key);
+            scale * table_term_at(table_term.row(key - p.query_position(row)), row, key);
     }
 
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.

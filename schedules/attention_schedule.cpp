@@ -27,9 +27,10 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     const bool on_gpu = target.has_gpu_feature();
     // CPU prefill of a scheme that transforms keys (RoPE, xPos) or has a per-call table (DeBERTa's p2c):
     // one task per (head, batch) pair, which transforms the pair's keys (computes its table) and then
-    // runs its query tiles in order while they are in the core's cache. Where the pairs do not share out evenly over
-    // the threads, the pair's tiles become nested parallel tasks of one tile each. (Plain attention gains 1-5 % from
-    // this order too, but it lengthens generation ~2x: Halide 14 partitions the pair's tile loop.)
+    // runs its query tiles in order while they are in the core's cache. Where the pairs do not share
+    // out evenly over the threads, the pair's tiles become nested parallel tasks of one tile each.
+    // (Plain attention gains 1-5 % from this order too, but it lengthens generation ~2x: Halide 14
+    // partitions the pair's tile loop.)
     Halide::Expr tiles_per_task;
     if (!on_gpu && shape == ShapeClass::Prefill && prefill_runs_pair_tasks(pipeline.variants.front())) {
         const AttentionStages &first = pipeline.variants.front();

@@ -131,30 +131,16 @@ LoopLevel chunk_level(const AttentionStages &s) {
 // A contraction out(x, i) = sum_c rows(c, i) table(c, x), blocked like a matrix product: rows are
 // staged transposed (i innermost); a register block of 4 table rows x `row_vectors` vectors of i
 // accumulates over the channels (each table value broadcast feeds row_vectors FMAs: a single vector
-// of i left the block load-bound, 9 loads per 8 FMAs); per-call contractions run in parallel over
-// (head, batch).
-// A per-call contraction is computed once per (head, batch) pair where prefill tasks are pairs
-// (prefill_runs_pair_tasks): `per_pair`; otherwise before the tiles, parallel over pairs.
-void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width, int row_vectors,
-                          const LoopLevel *per_pair) {
+// of i left the block load-bound, 9 loads per 8 FMAs).
+void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width, int row_vectors) {
     constexpr int kTableRowsPerBlock = 4;
     Func out = helper.func, product = helper.product, rows = helper.rows;
     std::vector<Var> args = out.args();       // x, i, h, b
     std::vector<Var> row_args = rows.args();  // c, i, h, b
     Var x_block("x_block"), x_lane("x_lane"), i_block("i_block"), i_lane("i_lane");
     Var i_vector("i_vector"), i_vector_lane("i_vector_lane");
-    const bool per_call = helper.placement == Placement::PerCall;
-    if (per_call && per_pair) {
-        out.compute_at(*per_pair);
-        rows.compute_at(*per_pair);
-    } else if (per_call) {
-        Var heads("contraction_heads");
-        out.compute_root().fuse(args[2], args[3], heads).parallel(heads);
-        rows.compute_at(out, heads);
-    } else {
-        out.compute_at(level);
-        rows.compute_at(level);
-    }
+    out.compute_at(level);
+    rows.compute_at(level);
     out.reorder_storage(args[1], args[0], args[2], args[3])
         .split(args[0], x_block, x_lane, kTableRowsPerBlock, TailStrategy::RoundUp)
         .split(args[1], i_block, i_lane, vector_width * row_vectors, TailStrategy::RoundUp)
@@ -190,8 +176,11 @@ void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int
     }
 }
 
-void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopLevel &per_chunk, int vector_width,
-                      bool fixed_head_dim, bool contractions_per_score = false, const LoopLevel *per_pair = nullptr) {
+// A per-call contraction (DeBERTa's p2c) is computed at `per_pair`, once per (head, batch) pair before
+// its tiles (prefill_runs_pair_tasks); with contractions_per_score (decode) none needs it.
+void schedule_helpers(AttentionStages &s, const LoopLevel &per_pair, const LoopLevel &per_tile,
+                      const LoopLevel &per_chunk, int vector_width, bool fixed_head_dim,
+                      bool contractions_per_score = false) {
     // A per-tile contraction's rows are the tile's rows: its register block covers them (up to 4 vectors).
     // A per-call one (DeBERTa's p2c: rows are table rows) takes 3 vectors, which measured as well as 2 or 4.
     constexpr int kPerCallRowVectors = 3;
@@ -205,9 +194,11 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_tile, const LoopL
             continue;
         }
         if (helper.is_contraction) {
-            schedule_contraction(
-                helper, helper.placement == Placement::PerKeyChunk ? per_chunk : per_tile, vector_width,
-                helper.placement == Placement::PerCall ? kPerCallRowVectors : tile_row_vectors, per_pair);
+            const bool per_call = helper.placement == Placement::PerCall;
+            const LoopLevel &level = per_call                                     ? per_pair
+                                     : helper.placement == Placement::PerKeyChunk ? per_chunk
+                                                                                  : per_tile;
+            schedule_contraction(helper, level, vector_width, per_call ? kPerCallRowVectors : tile_row_vectors);
             continue;
         }
         if (args.empty()) {  // a per-call scalar
@@ -453,8 +444,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     // tiles (such schemes get per-pair tasks: prefill_runs_pair_tasks).
     const LoopLevel per_pair(output, loops.heads);
     schedule_key_transform(s, vw, fixed_head_dim, per_pair);
-    schedule_helpers(s, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/false,
-                     &per_pair);
+    schedule_helpers(s, per_pair, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
 }
 
 // Decode with fp32 keys and a fixed head_dim rotates keys (RoPE, xPos) inside the QK dot product,
@@ -559,7 +549,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
 
     // Otherwise keys are rotated per chunk, once for all the task's heads.
     if (!rotate_in_dot_product) schedule_key_transform(s, vw, fixed_head_dim, per_group_chunk);
-    schedule_helpers(s, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
+    schedule_helpers(s, per_tile, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 
 }  // namespace
@@ -567,8 +557,8 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
 bool prefill_runs_pair_tasks(const AttentionStages &s) {
     // A per-call table computed per pair stays in the core's L2 while the pair's tiles read it per
     // score; computed for every pair first (17 MB at (4,8,256,256,64) for DeBERTa's p2c) the tiles read
-    // it back from memory. JIT, same process, DeBERTa: 0.75-0.92x the time at 4x256^2, 512^2 causal and
-    // (1,16,1024,1024,128).
+    // it back from memory. JIT, same process, DeBERTa (with the band's unclamped table reads): 0.73-0.91x
+    // the time at 4x256^2, 512^2, (1,16,1024,1024,128) and 2048^2 causal.
     const bool per_call_contraction = std::any_of(s.helpers.begin(), s.helpers.end(), [](const HelperStage &helper) {
         return helper.is_contraction && !helper.per_score && helper.placement == Placement::PerCall;
     });
