@@ -37,7 +37,7 @@ Halide::Func AttentionProblem::table(const std::string &name) const {
 
 Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
                                  const Halide::Func &table, const Halide::Expr &table_rows,
-                                 const Halide::Expr &channels, Placement placement) const {
+                                 const Halide::Expr &channels, Placement placement, const ContractionSkew &skew) const {
     using namespace Halide;
     Var c("c"), x("x"), i("i"), h("h"), b("b");
     HelperStage stage;
@@ -50,7 +50,9 @@ Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &ro
     stage.channels = RDom(0, channels, name + "_c");
     stage.product = Func(name + "_product");
     stage.product(x, i, h, b) = 0.f;
-    stage.product(x, i, h, b) += stage.rows(stage.channels, i, h, b) * stage.table(stage.channels, x, h, b);
+    Expr row = skew.first_row ? skew.first_row(x) + i : Expr(i);
+    stage.skew_group = skew.first_row ? skew.group : 0;
+    stage.product(x, i, h, b) += stage.rows(stage.channels, row, h, b) * stage.table(stage.channels, x, h, b);
     stage.func = Func(name);
     stage.func(x, i, h, b) = stage.product(x, i, h, b);
     helpers_.push_back(stage);

@@ -51,6 +51,17 @@ struct HelperStage {
     bool per_score = false;
     Halide::Func product, rows, table;
     Halide::RDom channels;
+    // A skewed contraction (ContractionSkew): its x come in aligned groups of this many, each reading one
+    // run of rows (0: not skewed).
+    int skew_group = 0;
+};
+
+// A contraction that holds, per x, only a run of the rows: out(x, i) = sum_c rows(c, first_row(x) + i) *
+// table(c, x), first_row(x) the same for each aligned group of `group` consecutive x. Lets a table keep
+// per key only the rows its queries reach (DeBERTa's p2c); first_row + i must stay within the rows.
+struct ContractionSkew {
+    std::function<Halide::Expr(const Halide::Expr &x)> first_row;
+    int group = 1;
 };
 
 // What the hooks can see of the problem.
@@ -165,7 +176,7 @@ protected:
     // [0, row_count) and table indices to [0, table_rows), so schedules may compute whole blocks.
     Halide::Func contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
                              const Halide::Func &table, const Halide::Expr &table_rows, const Halide::Expr &channels,
-                             Placement placement) const;
+                             Placement placement, const ContractionSkew &skew = {}) const;
 
     // A dot product per score, out(j, i, h, b) = sum over channels c < `channels` of
     // term(c, j, i, h, b), for operands that depend on both the key and the query row (DeBERTa's p2c

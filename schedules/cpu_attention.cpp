@@ -133,7 +133,8 @@ LoopLevel chunk_level(const AttentionStages &s) {
 // accumulates over the channels (each table value broadcast feeds row_vectors FMAs: a single vector
 // of i left the block load-bound, 9 loads per 8 FMAs).
 void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vector_width, int row_vectors) {
-    constexpr int kTableRowsPerBlock = 4;
+    // A skewed contraction's block is one group of table rows, aligned, so its rows load from one run.
+    const int table_rows_per_block = helper.skew_group > 0 ? helper.skew_group : 4;
     Func out = helper.func, product = helper.product, rows = helper.rows;
     std::vector<Var> args = out.args();       // x, i, h, b
     std::vector<Var> row_args = rows.args();  // c, i, h, b
@@ -141,8 +142,9 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
     Var i_vector("i_vector"), i_vector_lane("i_vector_lane");
     out.compute_at(level);
     rows.compute_at(level);
+    if (helper.skew_group > 0) out.align_bounds(args[0], helper.skew_group);
     out.reorder_storage(args[1], args[0], args[2], args[3])
-        .split(args[0], x_block, x_lane, kTableRowsPerBlock, TailStrategy::RoundUp)
+        .split(args[0], x_block, x_lane, table_rows_per_block, TailStrategy::RoundUp)
         .split(args[1], i_block, i_lane, vector_width * row_vectors, TailStrategy::RoundUp)
         .reorder(i_lane, x_lane, i_block, x_block)
         .vectorize(i_lane, vector_width)
