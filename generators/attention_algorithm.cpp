@@ -42,6 +42,9 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Func query = scheme.transform_query(p, p.q);
     s.query = query;
     s.key = scheme.transform_key(p, p.k);
+    const KeyRotation key_rotation = scheme.key_rotation(p);
+    s.key_rotation_in_product = blocking.key_rotation_in_product && p.single_row_tiles && key_rotation.defined();
+    if (s.key_rotation_in_product) s.key = p.k;  // rotated inside q.k
     s.transforms_query = query.name() != p.q.name();
     s.transforms_key = s.key.name() != p.k.name();
     s.value = p.v;
@@ -123,7 +126,15 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.rd = RDom(0, p.head_dim, "rd");
     s.qk = Func("qk");
     s.qk(ii, jj, c, it, h, b) = 0.f;
-    s.qk(ii, jj, c, it, h, b) += s.query_tile(s.rd, ii, it, h, b) * s.key(s.rd, clamped_key, kv_head, b);
+    Expr query_channel = s.query_tile(s.rd, ii, it, h, b);
+    if (s.key_rotation_in_product) {
+        // q . (R_n k) = (R_n^T q) . k: keys load as they are; the pair swap is the query's, once per row.
+        s.query_partner = Func("query_partner");
+        s.query_partner(d, ii, it, h, b) = transposed_partner(key_rotation, s.query_tile, d, {ii, it, h, b});
+        query_channel =
+            transposed_rotation(key_rotation, query_channel, s.query_partner(s.rd, ii, it, h, b), s.rd, clamped_key, b);
+    }
+    s.qk(ii, jj, c, it, h, b) += query_channel * s.key(s.rd, clamped_key, kv_head, b);
 
     Expr score = s.qk(ii, jj, c, it, h, b);
     Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);

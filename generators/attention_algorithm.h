@@ -56,6 +56,11 @@ struct Blocking {
     // P.V's key loop trimmed per group of this many rows of a tile (0: per tile); a schedule's P.V
     // register block spans one group.
     int value_row_group = 0;
+    // One-row tiles (decode): a key rotation (Scheme::key_rotation) folded into q.k, each key's
+    // transposed rotation applied to the query inside the product; keys are read as they are. The
+    // pipeline keeps it only where a schedule rotates inside the product: fixed head_dim variants with
+    // float32 keys that do not serve shared KV heads (see define_attention_pipeline).
+    bool key_rotation_in_product = false;
 };
 
 // Runtime controls shared by every scheme.
@@ -81,6 +86,7 @@ struct AttentionStages {
     Halide::Func output;                      // (d, i, h, b)
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
+    Halide::Func query_partner;               // (d, ii, it, h, b): see key_rotation_in_product
     Halide::Func key, value;                  // (d, j, g, b): transformed keys; values
     Halide::Func key_begin, key_end;          // (it, b): key range a tile can see
     Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see
@@ -113,6 +119,7 @@ struct AttentionStages {
     Blocking blocking;
     Halide::Expr head_dim, q_len, k_len, heads, kv_heads, batch;
     bool transforms_query = false, transforms_key = false, has_value_term = false;
+    bool key_rotation_in_product = false;          // q.k applies the keys' rotation to the query (Blocking)
     bool table_term_by_band = false;               // scores has the band update
     Halide::Type key_storage = Halide::Float(32);  // the K input's element type (set by the pipeline)
     HeadSharing head_sharing = HeadSharing::Any;   // the head layouts this variant serves (set by the pipeline)

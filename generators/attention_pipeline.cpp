@@ -60,7 +60,13 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         p.inputs = &in.scheme_inputs;
         p.single_row_tiles = blocking.query_tile == 1;
         std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
-        pipeline.variants.push_back(define_attention(p, *scheme, controls, blocking));
+        // A rotation in q.k needs the channel pairing fixed (constant per vector of channels) and
+        // pays off only when each key serves one query head (KV heads shared: rotated once per chunk
+        // for the group) and is read as float32.
+        Blocking variant_blocking = blocking;
+        variant_blocking.key_rotation_in_product &=
+            fixed > 0 && in.k.type() == Float(32) && sharing != HeadSharing::SharedKvHeads;
+        pipeline.variants.push_back(define_attention(p, *scheme, controls, variant_blocking));
         pipeline.variants.back().key_storage = in.k.type();  // for the schedule; the math reads K as float
         pipeline.variants.back().head_sharing = sharing;
         pipeline.head_dims.push_back(fixed);

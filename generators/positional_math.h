@@ -6,6 +6,7 @@
 #include <Halide.h>
 
 #include <limits>
+#include <vector>
 
 namespace attngen {
 
@@ -152,6 +153,41 @@ inline Halide::Expr rotate_by_table(Pairing pairing, const Halide::Expr &rot_dim
     Expr rotated = x(d, n, h, b) * cos_sin(frequency, n, b)[0] +
                    index.partner_sign * x(partner, n, h, b) * cos_sin(frequency, n, b)[1];
     return select(inside, rotated, x(d, n, h, b));
+}
+
+// A key transform that is rotate_by_table with per-key (cos, sin) rows (RoPE, xPos). Since
+// q . (R_n k) = (R_n^T q) . k, a kernel may instead apply each key's transposed rotation to the query
+// inside the product and read keys as they are (transposed_rotation below): the pair swap then falls
+// on the query, once per query rather than once per key.
+struct KeyRotation {
+    Pairing pairing = Pairing::Half;
+    Halide::Expr rot_dim;
+    Halide::Func cos_sin;  // (frequency, key, b): Tuple(cos, sin), as rotate_by_table reads it
+
+    bool defined() const { return cos_sin.defined(); }
+};
+
+// The partner term of R^T x at channel d, without its sine: x(partner(d)) with the sign R^T gives it,
+// which is minus the sign R gives (a pair's two signs are opposite); 0 beyond rot_dim. Depends on x
+// alone: computed once per query row.
+inline Halide::Expr transposed_partner(const KeyRotation &rotation, const Halide::Func &x, const Halide::Expr &d,
+                                       const std::vector<Halide::Expr> &rest) {
+    using namespace Halide;
+    RotaryIndex index = rotary_index(rotation.pairing, d, rotation.rot_dim);
+    std::vector<Expr> at_partner{clamp(index.partner, 0, max(rotation.rot_dim - 1, 0))};
+    at_partner.insert(at_partner.end(), rest.begin(), rest.end());
+    return select(d < rotation.rot_dim, -index.partner_sign * x(at_partner), 0.f);
+}
+
+// (R_n^T x)(d) for key n of batch b, from x(d) and transposed_partner(d); channels >= rot_dim pass.
+inline Halide::Expr transposed_rotation(const KeyRotation &rotation, const Halide::Expr &x_at_d,
+                                        const Halide::Expr &partner_at_d, const Halide::Expr &d, const Halide::Expr &n,
+                                        const Halide::Expr &b) {
+    using namespace Halide;
+    RotaryIndex index = rotary_index(rotation.pairing, d, rotation.rot_dim);
+    Expr frequency = clamp(index.frequency, 0, max(rotation.rot_dim / 2 - 1, 0));
+    Expr rotated = x_at_d * rotation.cos_sin(frequency, n, b)[0] + partner_at_d * rotation.cos_sin(frequency, n, b)[1];
+    return select(d < rotation.rot_dim, rotated, x_at_d);
 }
 
 }  // namespace attngen

@@ -4,6 +4,8 @@
 // Tensors follow Halide's innermost-first order: q(d, i, h, b), k(d, j, g, b), v(d, j, g, b).
 #pragma once
 
+#include "positional_math.h"
+
 #include <Halide.h>
 
 #include <functional>
@@ -137,6 +139,9 @@ public:
     // Hooks: query / key transforms (RoPE, xPos). Same index space as the input.
     virtual Halide::Func transform_query(const AttentionProblem &, const Halide::Func &q) const { return q; }
     virtual Halide::Func transform_key(const AttentionProblem &, const Halide::Func &k) const { return k; }
+    // Hook: the key transform as a rotation by a per-key table, where it is one (RoPE, xPos; it must be
+    // the rotation transform_key applies). Lets decode kernels fold it into q.k (KeyRotation).
+    virtual KeyRotation key_rotation(const AttentionProblem &) const { return {}; }
     // Conditions under which the transforms are simpler (RoPE: rot_dim == head_dim, full rotary):
     // schedules specialize the transformed q and k on them, so the common case has no per-lane selects.
     virtual std::vector<Halide::Expr> transform_specializations(const AttentionProblem &) const { return {}; }

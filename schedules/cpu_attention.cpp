@@ -102,6 +102,8 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
         blocking.query_tile > 1) {
         blocking.value_row_group = pv_rows_for(params, kPvBlockVectors * params.vector_width);
     }
+    // Decode rotates keys (RoPE, xPos) inside q.k by rotating the query instead (schedule_decode).
+    blocking.key_rotation_in_product = shape == ShapeClass::Decode;
     return blocking;
 }
 
@@ -458,8 +460,8 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 // process, head-group tasks: RoPE half 0.91x, interleaved 0.68x, xPos 0.75x the time of rotating in
 // the dot product; for multi-head attention rotating per chunk took 1.11-1.23x as long).
 bool rotates_keys_in_dot_product(const AttentionStages &s, bool fixed_head_dim) {
-    return s.transforms_key && fixed_head_dim && s.key_storage == Float(32) &&
-           s.head_sharing != HeadSharing::SharedKvHeads;
+    return s.key_rotation_in_product || (s.transforms_key && fixed_head_dim && s.key_storage == Float(32) &&
+                                         s.head_sharing != HeadSharing::SharedKvHeads);
 }
 
 void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
@@ -493,6 +495,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
         for (const Expr &condition : s.transform_specializations)
             s.query_tile.specialize(condition);
+        if (s.key_rotation_in_product) s.query_partner.compute_at(per_chunk).vectorize(s.d, vw, guard);
     } else {
         // A task's heads (schedule_output_cpu: the query heads of one KV group) take turns on each key
         // chunk while the chunk is in the core's L2.
@@ -501,6 +504,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             per_chunk = LoopLevel(s.chunk_state, s.h);
         }
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
+        if (s.key_rotation_in_product) s.query_partner.compute_at(output, loops.task).vectorize(s.d, vw, guard);
     }
 
     // One query row: scores are dot products over d, a vector of channels at a time reduced once

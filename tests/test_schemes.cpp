@@ -571,6 +571,25 @@ TEST_CASE("rope interleaved: GPT-J pairing, full and partial", "[schemes][rope]"
     CHECK_MATCHES_REFERENCE(e);
 }
 
+TEST_CASE("rope, xpos: multi-head decode folds the key rotation into q.k", "[schemes][rope][xpos][decode]") {
+    // Fixed head_dim, fp32 keys, one query head per KV head: the query takes each key's transposed
+    // rotation inside the product (Blocking::key_rotation_in_product). Two chunks, the last partial;
+    // full and partial rotary (the unspecialized branch), both pairings; xPos's decayed rotation.
+    for (int rot : {128, 96}) {
+        for (attngen_rope_pairing pairing : {ATTNGEN_ROPE_HALF, ATTNGEN_ROPE_INTERLEAVED}) {
+            AttnCase a = base_case(2, 3, 3, 1, 1100, 128, 316 + rot + int(pairing), ATTNGEN_MASK_CAUSAL);
+            set_rope(a, pairing, rot);
+            CHECK_MATCHES_REFERENCE(a);
+        }
+    }
+    AttnCase b = base_case(1, 4, 4, 1, 1300, 128, 317, ATTNGEN_MASK_NONE);
+    set_rope(b, ATTNGEN_ROPE_INTERLEAVED, 64);
+    CHECK_MATCHES_REFERENCE(b);
+    AttnCase c = base_case(2, 2, 2, 1, 1030, 64, 318, ATTNGEN_MASK_CAUSAL);
+    set_xpos(c);
+    CHECK_MATCHES_REFERENCE(c);
+}
+
 TEST_CASE("rope: half and interleaved pairings differ", "[schemes][rope]") {
     AttnCase a = base_case(1, 2, 2, 9, 9, 16, 315, ATTNGEN_MASK_CAUSAL);
     set_rope(a, ATTNGEN_ROPE_HALF);

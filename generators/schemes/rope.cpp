@@ -49,6 +49,7 @@ public:
     Func transform_key(const AttentionProblem &, const Func &k) const override {
         return rotated(k, k_cos_sin_, "rope_k");
     }
+    KeyRotation key_rotation(const AttentionProblem &) const override { return {pairing_, rot_dim_, k_cos_sin_}; }
 
 private:
     Func rotated(const Func &x, const Func &cos_sin, const std::string &name) const {

@@ -49,15 +49,19 @@ public:
     Func transform_key(const AttentionProblem &, const Func &k) const override {
         return rotated(k, k_cos_sin_, "xpos_k");
     }
+    KeyRotation key_rotation(const AttentionProblem &) const override {
+        return {Pairing::Interleaved, rotated_channels(), k_cos_sin_};
+    }
 
 private:
     Func rotated(const Func &x, const Func &cos_sin, const std::string &name) const {
         Var d("d"), n("n"), h("h"), b("b");
         Func out(name);
         // Rotates pairs below 2 * (D / 2); an odd last channel passes through, as in the reference.
-        out(d, n, h, b) = rotate_by_table(Pairing::Interleaved, (head_dim_ / 2) * 2, x, cos_sin, d, n, h, b);
+        out(d, n, h, b) = rotate_by_table(Pairing::Interleaved, rotated_channels(), x, cos_sin, d, n, h, b);
         return out;
     }
+    Expr rotated_channels() const { return (head_dim_ / 2) * 2; }
 
     Expr head_dim_;
     Func q_cos_sin_, k_cos_sin_;
