@@ -61,6 +61,9 @@ struct Blocking {
     // pipeline keeps it only where a schedule rotates inside the product: fixed head_dim variants with
     // float32 keys that do not serve shared KV heads (see define_attention_pipeline).
     bool key_rotation_in_product = false;
+    // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
+    // bytes (0: no cap), so that query heads taking turns on a chunk find it in cache.
+    int chunk_kv_bytes_max = 0;
 };
 
 // Runtime controls shared by every scheme.

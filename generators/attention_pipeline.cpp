@@ -66,6 +66,11 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         Blocking variant_blocking = blocking;
         variant_blocking.key_rotation_in_product &=
             fixed > 0 && in.k.type() == Float(32) && sharing != HeadSharing::SharedKvHeads;
+        const int key_value_bytes = fixed * (in.k.type().bytes() + in.v.type().bytes());
+        while (fixed > 0 && variant_blocking.chunk_kv_bytes_max > 0 && variant_blocking.key_chunk > 64 &&
+               variant_blocking.key_chunk * key_value_bytes > variant_blocking.chunk_kv_bytes_max) {
+            variant_blocking.key_chunk /= 2;
+        }
         pipeline.variants.push_back(define_attention(p, *scheme, controls, variant_blocking));
         pipeline.variants.back().key_storage = in.k.type();  // for the schedule; the math reads K as float
         pipeline.variants.back().head_sharing = sharing;

@@ -26,9 +26,12 @@ public:
         Expr num_buckets = p.extent("t5_table", 1);
         Var delta("delta"), h("h");
         Expr bidirectional = p.scalar("t5_bidirectional") != 0;
-        Expr bucket = t5_bucket(delta, bidirectional, num_buckets, p.scalar("t5_log_span"));
+        // The bucket (a log) depends on the distance alone: computed once, then looked up per head.
+        Func bucket_by_distance = helper(Func("t5_bucket"), Placement::PerCall);
+        bucket_by_distance(delta) =
+            clamp(t5_bucket(delta, bidirectional, num_buckets, p.scalar("t5_log_span")), 0, num_buckets - 1);
         bias_by_distance_ = helper(Func("t5_bias"), Placement::PerCall);
-        bias_by_distance_(delta, h) = table(h, clamp(bucket, 0, num_buckets - 1));
+        bias_by_distance_(delta, h) = table(h, bucket_by_distance(delta));
     }
 
     Expr logit_bias(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
