@@ -458,7 +458,9 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
 
 // Decode with fp32 keys and a fixed head_dim rotates keys (RoPE, xPos) inside the QK dot product,
 // channel vectors unrolled so each one's pairing is a constant: no rotated copy of the chunk is
-// written and read back (JIT, (1,32,1,4096,128), same process: RoPE and xPos 2-11 % faster). Not for
+// written and read back (JIT, (1,32,1,4096,128), same process: RoPE and xPos 2-11 % faster). A key
+// rotation (Scheme::key_rotation) is applied there as the query's transposed rotation
+// (key_rotation_in_product); another key transform would be computed inline per key. Not for
 // bf16 keys: there interleaved RoPE measured 14 % slower (half-pair RoPE 11 % faster, xPos unchanged).
 // Nor where query heads share KV heads (the variant's copy for GQA, see head_sharing_split): there a
 // chunk's keys are rotated once for the group's heads (JIT, (1,32,1,4096,128) with 8 KV heads, same
@@ -500,7 +502,6 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         s.query_tile.compute_at(per_chunk).vectorize(s.d, vw, guard);
         for (const Expr &condition : s.transform_specializations)
             s.query_tile.specialize(condition);
-        if (s.key_rotation_in_product) s.query_partner.compute_at(per_chunk).vectorize(s.d, vw, guard);
     } else {
         // A task's heads (schedule_output_cpu: the query heads of one KV group) take turns on each key
         // chunk while the chunk is in the core's L2.
@@ -509,8 +510,9 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             per_chunk = LoopLevel(s.chunk_state, s.h);
         }
         s.query_tile.compute_at(output, loops.task).vectorize(s.d, vw, guard);
-        if (s.key_rotation_in_product) s.query_partner.compute_at(output, loops.task).vectorize(s.d, vw, guard);
     }
+    // The query's signed pair partners (key_rotation_in_product) beside the query row.
+    if (s.key_rotation_in_product) s.query_partner.compute_at(per_tile).vectorize(s.d, vw, guard);
 
     // One query row: scores are dot products over d, a vector of channels at a time reduced once
     // per key; the chunk's max and sum reduce a vector of keys at a time.
