@@ -32,6 +32,11 @@ public:
     GeneratorParam<std::string> scheme_options{"scheme_options", ""};
     GeneratorParam<std::string> shape_class{"shape_class", "prefill"};
     GeneratorParam<std::string> fast_head_dims{"fast_head_dims", "64,128"};
+    // Also the generic head_dim path. The build makes one kernel per fast head_dim without it and
+    // one generic kernel (cmake/AttngenKernels.cmake): Halide 14 lowers variants that share a
+    // pipeline in time superlinear in their number (DeBERTa prefill, AVX-512: 218 s for generic + 64
+    // + 128 in one pipeline, 64 s for the three apart).
+    GeneratorParam<bool> generic_head_dim{"generic_head_dim", true};
     // Fast paths of an x86 CPU target without AVX2 (pre-2013 CPUs): the fallback of the multi-target
     // library. "0": none, the generic path only, which generates ~8x faster than 64 and 128 do.
     GeneratorParam<std::string> fallback_fast_head_dims{"fallback_fast_head_dims", "0"};
@@ -94,7 +99,7 @@ public:
         const HeadSharingSplit split =
             auto_schedule ? nullptr : head_sharing_split(get_target(), parse_shape_class(shape_class), cpu_params());
         pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options), blocking,
-                                              target_fast_head_dims(), /*generic=*/true, split);
+                                              target_fast_head_dims(), generic_head_dim, split);
         out = pipeline_.output;
     }
 

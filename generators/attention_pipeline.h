@@ -41,8 +41,8 @@ struct AttentionPipeline {
 using HeadSharingSplit = std::function<bool(const AttentionStages &)>;
 
 // `fast_head_dims`: head dims that get a variant with the dimension fixed at compile time.
-// `generic`: also a variant for any head_dim (off only for single-shape experiments, e.g. the
-// autoschedulers, which cannot use specializations).
+// `generic`: also a variant for any head_dim (off for the build's fixed head_dim kernels and for
+// single-shape experiments, e.g. the autoschedulers, which cannot use specializations).
 AttentionPipeline define_attention_pipeline(const AttentionBindings &bindings, const std::string &scheme,
                                             const SchemeOptions &options, const Blocking &blocking,
                                             const std::vector<int> &fast_head_dims, bool generic = true,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -559,8 +560,31 @@ TEST_CASE("sdpa: run info names the kernel, device and CPU target", "[attention]
     CHECK_CLOSE(out, reference_output(decode), kAtol, kRtol);
 }
 
+namespace {
+
+bool listed(const std::string &list, int64_t value) {
+    std::stringstream in(list);
+    for (std::string item; std::getline(in, item, ',');) {
+        if (!item.empty() && std::stoll(item) == value) return true;
+    }
+    return false;
+}
+
+// The kernel the runtime should pick: the fixed head_dim kernel where the build has a fast path for
+// it on the CPU variant that runs (x86 variants without AVX2 only with ATTNGEN_FALLBACK_FAST_HEAD_DIMS),
+// the generic kernel otherwise.
+std::string expected_kernel(const std::string &family, int64_t head_dim, const std::string &cpu_target) {
+    const bool x86_fallback = cpu_target.rfind("x86", 0) == 0 && cpu_target.find("-avx2") == std::string::npos;
+    const bool fast = listed(ATTNGEN_TEST_FAST_HEAD_DIMS, head_dim) &&
+                      (!x86_fallback || listed(ATTNGEN_TEST_FALLBACK_FAST_HEAD_DIMS, head_dim));
+    return fast ? family + "_d" + std::to_string(head_dim) : family;
+}
+
+}  // namespace
+
 // Run once per CPU variant by CTest with ATTNGEN_CPU_VARIANT set: the dispatcher must run (and
-// report) exactly that variant, and its results must match the reference.
+// report) exactly that variant, with the fixed head_dim kernel where that variant has one, and its
+// results must match the reference.
 TEST_CASE("dispatch: the capped CPU variant runs and matches the reference", "[cpu_variant]") {
     const char *cap = std::getenv("ATTNGEN_CPU_VARIANT");
     for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
@@ -572,6 +596,8 @@ TEST_CASE("dispatch: the capped CPU variant runs and matches the reference", "[c
                 REQUIRE(run_attngen(c, out, &info).ok());
                 INFO("variant " << info.cpu_target << ", D " << head_dim << ", Lq " << q_len);
                 if (cap && *cap) CHECK(std::string(info.cpu_target) == cap);
+                const std::string family = q_len == 1 ? "attngen_sdpa_decode_cpu" : "attngen_sdpa_prefill_cpu";
+                CHECK(std::string(info.kernel) == expected_kernel(family, head_dim, info.cpu_target));
                 CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
             }
         }

@@ -275,7 +275,7 @@ void run(const std::string &scheme, const std::string &options, const attngen_at
     const std::string shape = dims.q_len == 1 ? "decode" : "prefill";
     const std::string dtype = out->dtype == ATTNGEN_BFLOAT16 ? "bf16" : "f32";
     const std::string device = resolve_device(desc.device, scheme, options, shape, dtype);
-    const KernelEntry *kernel = find_attention_kernel(scheme, options, shape, device, dtype);
+    const KernelEntry *kernel = find_attention_kernel(scheme, options, shape, device, dtype, dims.head_dim);
     if (!kernel) {
         fail(ATTNGEN_ERROR_UNSUPPORTED, "no kernel for scheme '" + scheme + "'" +
                                             (options.empty() ? "" : " (" + options + ")") + ", shape class " + shape +

@@ -192,16 +192,29 @@ bool opencl_any_present() {
 }  // namespace
 
 const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
-                                         const std::string &shape, const std::string &device,
-                                         const std::string &dtype) {
+                                         const std::string &shape, const std::string &device, const std::string &dtype,
+                                         int64_t head_dim) {
+    const KernelEntry *generic = nullptr, *fixed = nullptr;
     for (int n = 0; n < kKernelCount; n++) {
         const KernelEntry &k = kKernelTable[n];
-        if (std::string(k.kind) == "attention" && scheme == k.scheme && options == k.options && shape == k.shape &&
-            device == k.device && dtype == k.dtype) {
-            return &k;
+        if (std::string(k.kind) != "attention" || scheme != k.scheme || options != k.options || shape != k.shape ||
+            device != k.device || dtype != k.dtype) {
+            continue;
         }
+        if (k.head_dim == 0 && !generic) generic = &k;
+        if (k.head_dim > 0 && k.head_dim == head_dim && !fixed) fixed = &k;
     }
-    return nullptr;
+    // A fixed head_dim kernel lacks the CPU variants without its fast path (by default the x86
+    // fallback without AVX2): its multi-target wrapper would run its last variant on such a CPU.
+    if (fixed && device == "cpu") {
+        const std::string dispatched = dispatched_cpu_target();
+        std::stringstream targets(fixed->cpu_targets);
+        bool holds = false;
+        for (std::string target; std::getline(targets, target, ',');)
+            holds = holds || target == dispatched;
+        if (!holds) fixed = nullptr;
+    }
+    return fixed ? fixed : generic;
 }
 
 const KernelEntry *find_op_kernel(const std::string &op, const std::string &device) {
@@ -250,13 +263,17 @@ std::string resolve_device(attngen_device device, const std::string &scheme, con
 
 std::string dispatched_cpu_target() {
     install_halide_hooks();
-    const std::vector<CpuVariant> &variants = cpu_variants();
-    if (variants.empty()) return "host";
-    // The wrapper runs the most capable variant the CPU (and the cap) allows; the last is the fallback.
-    for (size_t n = 0; n + 1 < variants.size(); n++) {
-        if (capped_can_use_target_features(2, variants[n].features)) return variants[n].target;
-    }
-    return variants.back().target;
+    // The CPU and the cap do not change while the process runs: asked once.
+    static const std::string target = [] {
+        const std::vector<CpuVariant> &variants = cpu_variants();
+        if (variants.empty()) return std::string("host");
+        // The wrapper runs the most capable variant the CPU (and the cap) allows; the last is the fallback.
+        for (size_t n = 0; n + 1 < variants.size(); n++) {
+            if (capped_can_use_target_features(2, variants[n].features)) return variants[n].target;
+        }
+        return variants.back().target;
+    }();
+    return target;
 }
 
 void call_kernel(const KernelEntry &kernel, const KernelArguments &args) {
@@ -340,7 +357,8 @@ extern "C" const char *attngen_kernel_list(void) {
             const auto &k = attngen::detail::kKernelTable[n];
             text += std::string(k.name) + " " + k.kind + " " + (k.kind == std::string("op") ? k.op : k.scheme) +
                     (k.options[0] ? std::string(" ") + k.options : "") +
-                    (k.shape[0] ? std::string(" ") + k.shape : "") + " " + k.device + "\n";
+                    (k.shape[0] ? std::string(" ") + k.shape : "") + " " + k.device +
+                    (k.head_dim > 0 ? " head_dim=" + std::to_string(k.head_dim) : "") + "\n";
         }
         return text;
     }();

@@ -100,10 +100,11 @@ struct KernelArguments {
 // supplied, with the type and rank it declares.
 void call_kernel(const KernelEntry &kernel, const KernelArguments &args);
 
-// Kernel lookup.
+// Kernel lookup: the kernel with a fast path for head_dim where one is built and its CPU targets hold
+// the variant the CPU dispatches to, else the generic kernel (head_dim 0: the generic one).
 const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
                                          const std::string &shape, const std::string &device,
-                                         const std::string &dtype = "f32");
+                                         const std::string &dtype = "f32", int64_t head_dim = 0);
 const KernelEntry *find_op_kernel(const std::string &op, const std::string &device);
 // Resolves a requested device (auto: GPU when present, else CPU) to a device name with kernels.
 std::string resolve_device(attngen_device device, const std::string &scheme, const std::string &options,

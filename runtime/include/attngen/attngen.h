@@ -220,7 +220,8 @@ const char *attngen_scheme_name(attngen_scheme scheme);
 /* Kernel temporaries are kept in a cache of freed blocks (up to 256 MiB) so that calls do not fault
  * the same pages in again; this frees the cached blocks and returns how many bytes it released. */
 size_t attngen_release_cached_memory(void);
-/* Kernels compiled into this build, one line each, for diagnostics. */
+/* Kernels compiled into this build, one line each, for diagnostics: name, kind, scheme or op, options,
+ * shape class, device, and head_dim=D for a kernel with a fast path for that head_dim only. */
 const char *attngen_kernel_list(void);
 /* Whether a device's runtime finds a usable device (GPU) in this process. */
 int32_t attngen_device_available(attngen_device device);
