@@ -239,13 +239,14 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_pair, const LoopL
             if (rvars.size() == 1 && fixed_head_dim && s.head_dim.as<Internal::IntImm>() &&
                 s.head_dim.as<Internal::IntImm>()->value % vector_width == 0) {
                 // Partial sums per channel lane (contiguous loads of both operands), then one
-                // horizontal sum per output.
+                // horizontal sum per output (a vector reduction, not a scalar loop over the lanes).
                 RVar channel_block("channel_block"), channel_lane("channel_lane");
                 Var lane("lane");
                 Func partial =
                     f.update(u).split(rvars[0], channel_block, channel_lane, vector_width).rfactor(channel_lane, lane);
                 partial.compute_at(f, args.front()).vectorize(lane);
                 partial.update().vectorize(lane);
+                f.update(u).atomic().vectorize(channel_lane);
                 if (helper.placement == Placement::PerCall && args.size() >= 4) {
                     Var outer("helper_update_outer");
                     f.update(u).fuse(args[args.size() - 2], args.back(), outer).parallel(outer);

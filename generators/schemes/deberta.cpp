@@ -48,15 +48,18 @@ public:
         query_table(d, r, h, b) = pos_query(d, r, h);
         keys(d, j, h, b) = p.k(d, j, p.kv_head(h), b);
         if (p.single_row_tiles) {
-            // One query row (decode): each key reads one row of Kr and one of Qr, so c2p and p2c are one
-            // dot product per score; a table over every row would cost more than the keys it serves.
+            // One query row (decode): c2p as a table over Kr's rows, q . Kr[r], 2 span dot products per
+            // row and head (512 at span 256) where a product per score took one per key (4096 at
+            // Lk = 4096); each key reads its row's entry. p2c pairs each key with a row of Qr: a dot
+            // product per score.
             auto row_at = [&](const Expr &i, const Expr &j) { return row_table_(p.query_position(i) - j); };
-            content_to_position_ = dot_per_score(
-                "deberta_c2p",
-                [&](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
-                    return p.q(c, i, h, b) * key_table(c, row_at(i, j), h, b);
-                },
-                p.head_dim);
+            Var i("i");
+            RDom channel(0, p.head_dim, "deberta_c2p_c");
+            Func query_dot_rows = helper(Func("deberta_c2p_rows"), Placement::PerQueryTile);
+            query_dot_rows(r, i, h, b) = 0.f;
+            query_dot_rows(r, i, h, b) += p.q(channel, i, h, b) * key_table(channel, r, h, b);
+            content_to_position_ = Func("deberta_c2p");
+            content_to_position_(j, i, h, b) = query_dot_rows(clamp(row_at(i, j), 0, 2 * span - 1), i, h, b);
             position_to_content_ = dot_per_score(
                 "deberta_p2c",
                 [&](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
