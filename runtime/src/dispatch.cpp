@@ -128,14 +128,18 @@ void install_halide_hooks() {
     });
 }
 
-std::vector<std::string> cpu_targets() {
-    std::vector<std::string> targets;
-    std::stringstream in(ATTNGEN_CPU_TARGETS);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        if (!item.empty()) targets.push_back(item);
+// Items of a comma-separated list, empty ones skipped.
+std::vector<std::string> split_commas(const char *list) {
+    std::vector<std::string> items;
+    std::stringstream in(list);
+    for (std::string item; std::getline(in, item, ',');) {
+        if (!item.empty()) items.push_back(item);
     }
-    return targets;
+    return items;
+}
+
+std::vector<std::string> cpu_targets() {
+    return split_commas(ATTNGEN_CPU_TARGETS);
 }
 
 bool cuda_device_present() {
@@ -207,12 +211,8 @@ const KernelEntry *find_attention_kernel(const std::string &scheme, const std::s
     // A fixed head_dim kernel lacks the CPU variants without its fast path (by default the x86
     // fallback without AVX2): its multi-target wrapper would run its last variant on such a CPU.
     if (fixed && device == "cpu") {
-        const std::string dispatched = dispatched_cpu_target();
-        std::stringstream targets(fixed->cpu_targets);
-        bool holds = false;
-        for (std::string target; std::getline(targets, target, ',');)
-            holds = holds || target == dispatched;
-        if (!holds) fixed = nullptr;
+        const std::vector<std::string> targets = split_commas(fixed->cpu_targets);
+        if (std::find(targets.begin(), targets.end(), dispatched_cpu_target()) == targets.end()) fixed = nullptr;
     }
     return fixed ? fixed : generic;
 }
