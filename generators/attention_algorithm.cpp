@@ -41,7 +41,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     scheme.setup(p);
     Func query = scheme.transform_query(p, p.q);
     s.query = query;
-    s.key = scheme.transform_key(p, p.k);
+    const Func transformed_key = scheme.transform_key(p, p.k);
+    s.key = transformed_key;
     const KeyRotation key_rotation = scheme.key_rotation(p);
     s.key_rotation_in_product = blocking.key_rotation_in_product && p.single_row_tiles && key_rotation.defined();
     if (s.key_rotation_in_product) s.key = p.k;  // rotated inside q.k
@@ -123,10 +124,57 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr farthest = visible_end - 1 - p.query_position(first_row);
     Expr clamped_key = key_in_range(key_index);
     Expr kv_head = p.kv_head(h);
+
+    const RelativeTableTerm table_term = scheme.relative_table_term(p);
+    const bool term_by_band = table_term.defined() && table_term.by_band && blocking.relative_terms_by_band;
+    // One-row tiles go by band only where the edge rows fold into the query: otherwise a row's keys read
+    // one table entry each anyway.
+    s.folds_edge_rows = p.single_row_tiles && term_by_band && blocking.fold_edge_rows &&
+                        table_term.key_table.defined() && !s.key_rotation_in_product;
+    s.table_term_by_band = term_by_band && (!p.single_row_tiles || s.folds_edge_rows);
+    Expr low_edge, high_edge;
+    if (s.table_term_by_band) {
+        // Every distance lies in (-(k_len + q_len), k_len + q_len): edges beyond it change nothing, and
+        // clamped to it they cannot overflow.
+        Expr distance_bound = p.k_len + p.q_len;
+        low_edge = max(table_term.low_edge, -distance_bound);
+        high_edge = min(table_term.high_edge, distance_bound);
+    }
+    // Folding edge rows: the chunk's visible keys all lie at or beyond one edge from the (one) row.
+    Expr chunk_beyond_low, chunk_beyond_high;
+    if (s.folds_edge_rows) {
+        chunk_beyond_low = farthest <= low_edge;
+        chunk_beyond_high = nearest >= high_edge;
+    }
+    // One-row tiles evaluate a key_table's by_key per score: key . key_table[row] (a kernel helper).
+    std::vector<HelperStage> kernel_helpers;
+    Func key_dot_table;
+    if (p.single_row_tiles && table_term.defined() && table_term.key_table.defined()) {
+        const Func key_table = table_term.key_table;
+        kernel_helpers.push_back(dot_per_score_stage(
+            "table_key_dot",
+            [&](const Expr &channel, const Expr &key, const Expr &query_row, const Expr &head, const Expr &batch) {
+                Expr row_of_pair = table_term.row(key - p.query_position(query_row));
+                return transformed_key(channel, key, p.kv_head(head), batch) *
+                       key_table(channel, row_of_pair, head, batch);
+            },
+            p.head_dim));
+        key_dot_table = kernel_helpers.back().func;
+    }
+
     s.rd = RDom(0, p.head_dim, "rd");
     s.qk = Func("qk");
     s.qk(ii, jj, c, it, h, b) = 0.f;
     Expr query_channel = s.query_tile(s.rd, ii, it, h, b);
+    if (s.folds_edge_rows) {
+        // A chunk beyond an edge: q.k + k.key_table[edge row] = k.(q + key_table[edge row]), scaled alike.
+        Expr beyond_edge = chunk_beyond_low || chunk_beyond_high;
+        Expr edge_row = select(chunk_beyond_low, table_term.row(low_edge), table_term.row(high_edge));
+        s.chunk_query = Func("chunk_query");
+        s.chunk_query(d, ii, c, it, h, b) =
+            s.query_tile(d, ii, it, h, b) + select(beyond_edge, scale * table_term.key_table(d, edge_row, h, b), 0.f);
+        query_channel = s.chunk_query(s.rd, ii, c, it, h, b);
+    }
     if (s.key_rotation_in_product) {
         // q . (R_n k) = (R_n^T q) . k: keys load as they are; the pair swap is the query's, once per row.
         s.query_partner = Func("query_partner");
@@ -140,28 +188,30 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);
     if (term.defined()) score += scale * term;
 
-    const RelativeTableTerm table_term = scheme.relative_table_term(p);
-    // By band in multi-row tiles only: a single-row tile (decode) reads one table entry per key anyway.
-    s.table_term_by_band =
-        table_term.defined() && table_term.by_band && blocking.relative_terms_by_band && !p.single_row_tiles;
     // Table rows are monotone in the distance, so a tile's reads lie between the row bounds at its
     // nearest and farthest visible distances: clamped to them, a per-tile table is computed over those
     // rows only (bounds inference cannot bound a row read through a Func). The clamp changes no visible
-    // score.
+    // score. (Decode, DeBERTa: a causal row reaches half of c2p's table, and the table's reads were a
+    // fifth of the call's memory traffic.)
     Expr table_row_lo, table_row_hi;
-    if (table_term.defined() && table_term.row_lower && table_term.row_upper && !p.single_row_tiles) {
+    if (table_term.defined() && table_term.row_lower && table_term.row_upper) {
         // The tile's distance range over all its chunks (`nearest`/`farthest` above are per chunk).
         Expr tile_nearest = s.key_begin(it, b) - p.query_position(last_row);
         Expr tile_farthest = s.key_end(it, b) - 1 - p.query_position(first_row);
         table_row_lo = min(table_term.row_lower(tile_nearest), table_term.row_lower(tile_farthest));
         table_row_hi = max(table_term.row_upper(tile_nearest), table_term.row_upper(tile_farthest));
     }
+    auto by_query_at = [&](Expr row, const Expr &query_row) {
+        if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);
+        return table_term.by_query(row, query_row, h, b);
+    };
     auto table_term_at = [&](Expr row, const Expr &query_row, const Expr &key) {
         if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);
         Expr sum;
-        if (table_term.by_query.defined()) sum = table_term.by_query(row, query_row, h, b);
-        if (table_term.by_key.defined()) {
-            Expr by_key = table_term.by_key(row, key, h, b);
+        if (table_term.by_query.defined()) sum = by_query_at(row, query_row);
+        if (key_dot_table.defined() || table_term.by_key.defined()) {
+            Expr by_key =
+                key_dot_table.defined() ? key_dot_table(key, query_row, h, b) : table_term.by_key(row, key, h, b);
             sum = sum.defined() ? sum + by_key : by_key;
         }
         return sum;
@@ -176,16 +226,18 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // every such read was a gather (JIT, DeBERTa 4x256^2: 0.94x the time). Rows past q_len (the last
     // tile's tail) read entries of their own positions (contractions clamp the rows they read); their
     // scores are never stored.
-    if (s.table_term_by_band) {
+    if (s.folds_edge_rows) {
+        // A chunk beyond an edge reads by_query's edge row (its by_key is in chunk_query); a chunk that
+        // meets the band adds the whole term per score, in the update below.
+        if (table_term.by_query.defined()) {
+            score += scale * select(chunk_beyond_low, by_query_at(table_term.row(low_edge), clamped_row),
+                                    chunk_beyond_high, by_query_at(table_term.row(high_edge), clamped_row), 0.f);
+        }
+    } else if (s.table_term_by_band) {
         // A key at or before the left edge lies at distance <= low_edge from every row of the tile, one at
         // or after the right edge at >= high_edge: such keys read one table row (a contiguous load over
         // rows, a scalar per key), under a condition on the key alone. Only the keys between index the
         // tables per score: the update below.
-        // Every distance lies in (-(k_len + q_len), k_len + q_len): edges beyond it change nothing, and
-        // clamped to it they cannot overflow.
-        Expr distance_bound = p.k_len + p.q_len;
-        Expr low_edge = max(table_term.low_edge, -distance_bound),
-             high_edge = min(table_term.high_edge, distance_bound);
         band_left_edge = p.query_position(first_row) + low_edge;
         band_right_edge = p.query_position(last_row) + high_edge;
         score += scale * select(key_index <= band_left_edge, table_term_at(table_term.row(low_edge), row, clamped_key),
@@ -206,8 +258,12 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     if (s.table_term_by_band) {
         s.rk = RDom(0, chunk, "band_keys");
         Expr rk_key = chunk_start + s.rk;
-        Expr band_key = visible_keys(s.rk, rk_key > band_left_edge && rk_key < band_right_edge);
+        // Folding: every key of a chunk that meets the band (the chunk's tail past the last key repeats
+        // it, as q.k does).
+        Expr band_key = s.folds_edge_rows ? visible_keys(s.rk, !(chunk_beyond_low || chunk_beyond_high))
+                                          : visible_keys(s.rk, rk_key > band_left_edge && rk_key < band_right_edge);
         Expr key = chunk_start + band_key;
+        if (s.folds_edge_rows) key = key_in_range(key);
         s.scores(ii, band_key, c, it, h, b) +=
             scale * table_term_at(table_term.row(key - p.query_position(row)), row, key);
     }
@@ -359,6 +415,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.output(d, i, h, b) = select(row_sum > 0.f, row_acc * (1.0f / row_sum), 0.f);
 
     s.helpers = scheme.helper_stages();
+    s.helpers.insert(s.helpers.end(), kernel_helpers.begin(), kernel_helpers.end());
     s.transform_specializations = scheme.transform_specializations(p);
     return s;
 }

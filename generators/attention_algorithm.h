@@ -53,6 +53,11 @@ struct Blocking {
     // only the keys and blocks that meet the band index the tables per score. Off: per score everywhere
     // (the CUDA kernels, until the banded form has run on an NVIDIA device).
     bool relative_terms_by_band = true;
+    // One-row tiles (decode), a relative table term with a key_table (DeBERTa's p2c): by band per key chunk.
+    // A chunk wholly beyond an edge reads by_query's edge row and takes q + key_table[edge row] as its query
+    // (chunk_query), so its keys cost q.k alone; a chunk that meets the band adds the term per score (the
+    // band update over all its keys). Off: the term per score for every key.
+    bool fold_edge_rows = false;
     // P.V's key loop trimmed per group of this many rows of a tile (0: per tile); a schedule's P.V
     // register block spans one group.
     int value_row_group = 0;
@@ -90,6 +95,7 @@ struct AttentionStages {
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
     Halide::Func query_partner;               // (d, ii, it, h, b): see key_rotation_in_product
+    Halide::Func chunk_query;                 // (d, ii, c, it, h, b): the query q.k takes (Blocking::fold_edge_rows)
     Halide::Func key, value;                  // (d, j, g, b): transformed keys; values
     Halide::Func key_begin, key_end;          // (it, b): key range a tile can see
     Halide::Func chunk_begin, chunk_end;      // (it, b): chunk range a tile can see
@@ -124,6 +130,7 @@ struct AttentionStages {
     bool transforms_query = false, transforms_key = false, has_value_term = false;
     bool key_rotation_in_product = false;          // q.k applies the keys' rotation to the query (Blocking)
     bool table_term_by_band = false;               // scores has the band update
+    bool folds_edge_rows = false;                  // one-row tiles by band (Blocking::fold_edge_rows)
     Halide::Type key_storage = Halide::Float(32);  // the K input's element type (set by the pipeline)
     HeadSharing head_sharing = HeadSharing::Any;   // the head layouts this variant serves (set by the pipeline)
 };

@@ -59,8 +59,7 @@ Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &ro
     return stage.func;
 }
 
-Halide::Func Scheme::dot_per_score(const std::string &name, const ChannelTerm &term,
-                                   const Halide::Expr &channels) const {
+HelperStage dot_per_score_stage(const std::string &name, const ChannelTerm &term, const Halide::Expr &channels) {
     using namespace Halide;
     Var j("j"), i("i"), h("h"), b("b");
     HelperStage stage;
@@ -73,8 +72,13 @@ Halide::Func Scheme::dot_per_score(const std::string &name, const ChannelTerm &t
     stage.product(j, i, h, b) += term(stage.channels, j, i, h, b);
     stage.func = Func(name);
     stage.func(j, i, h, b) = stage.product(j, i, h, b);
-    helpers_.push_back(stage);
-    return stage.func;
+    return stage;
+}
+
+Halide::Func Scheme::dot_per_score(const std::string &name, const ChannelTerm &term,
+                                   const Halide::Expr &channels) const {
+    helpers_.push_back(dot_per_score_stage(name, term, channels));
+    return helpers_.back().func;
 }
 
 Halide::Expr Scheme::default_scale(const AttentionProblem &p) const {

@@ -66,6 +66,14 @@ struct ContractionSkew {
     int group = 1;
 };
 
+// A dot product per score, out(j, i, h, b) = sum over channels c < `channels` of term(c, j, i, h, b), for
+// operands that depend on both the key and the query row. Schedules evaluate it where the scores use it,
+// vectorized over channels. (Scheme::dot_per_score registers one as a scheme helper; the kernel makes its
+// own for a RelativeTableTerm's key_table.)
+using ChannelTerm = std::function<Halide::Expr(const Halide::Expr &c, const Halide::Expr &j, const Halide::Expr &i,
+                                               const Halide::Expr &h, const Halide::Expr &b)>;
+HelperStage dot_per_score_stage(const std::string &name, const ChannelTerm &term, const Halide::Expr &channels);
+
 // What the hooks can see of the problem.
 struct AttentionProblem {
     // head_dim is a constant in a fast-path variant (D = 64, 128), else the runtime extent.
@@ -103,6 +111,12 @@ struct RelativeTableTerm {
     std::function<Halide::Expr(const Halide::Expr &)> row_lower, row_upper;
     Halide::Func by_query;  // (r, i, h, b), i a query row; or undefined
     Halide::Func by_key;    // (r, j, h, b), j a key; or undefined
+    // by_key as the key times a table row, where it is one: by_key(r, j, h, b) == sum over d of
+    // key(d, j, kv_head(h), b) * key_table(d, r, h, b) (DeBERTa's p2c, k_j . Qr[r]). One-row tiles (decode)
+    // use it in place of by_key: a dot product per score, or, where the blocking folds edge rows
+    // (Blocking::fold_edge_rows), a key chunk wholly beyond an edge takes q + key_table[edge row] as its
+    // query and costs q.k alone.
+    Halide::Func key_table;  // (d, r, h, b); or undefined
     Halide::Expr low_edge, high_edge;
     // Go by band where the blocking allows: per-score table reads are scalar loads (Halide 14 emits no
     // x86 gathers: a load and an insert per lane), which keys outside the band avoid. Shaw (clip
@@ -183,11 +197,7 @@ protected:
                              const Halide::Func &table, const Halide::Expr &table_rows, const Halide::Expr &channels,
                              Placement placement, const ContractionSkew &skew = {}) const;
 
-    // A dot product per score, out(j, i, h, b) = sum over channels c < `channels` of
-    // term(c, j, i, h, b), for operands that depend on both the key and the query row (DeBERTa's p2c
-    // when a tile is one row). Schedules evaluate it where the scores use it, vectorized over channels.
-    using ChannelTerm = std::function<Halide::Expr(const Halide::Expr &c, const Halide::Expr &j, const Halide::Expr &i,
-                                                   const Halide::Expr &h, const Halide::Expr &b)>;
+    // A dot product per score (see dot_per_score_stage), registered as a helper.
     Halide::Func dot_per_score(const std::string &name, const ChannelTerm &term, const Halide::Expr &channels) const;
 
 private:

@@ -102,8 +102,10 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
         blocking.query_tile > 1) {
         blocking.value_row_group = pv_rows_for(params, kPvBlockVectors * params.vector_width);
     }
-    // Decode rotates keys (RoPE, xPos) inside q.k by rotating the query instead (schedule_decode).
+    // Decode rotates keys (RoPE, xPos) inside q.k by rotating the query instead (schedule_decode), and
+    // folds a table term's edge rows into the query (DeBERTa's p2c beyond max_position - 1).
     blocking.key_rotation_in_product = shape == ShapeClass::Decode;
+    blocking.fold_edge_rows = shape == ShapeClass::Decode;
     // Decode tasks run a KV group's query heads in turn on each key chunk: the chunk's K and V stay
     // within half of Zen 4's 1 MiB L2 (tuned on D = 64, a 1024-key chunk is 1 MiB at D = 128: T5
     // with 8 KV heads took 1.19x as long as with 512 keys). Split-K decode keeps its chunks (TXL:
@@ -168,11 +170,12 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
         .vectorize(row_args[1], vector_width, TailStrategy::GuardWithIf);
 }
 
-// A contraction evaluated only where scores use it: per vector of keys, one dot product per used
-// (x, i) point, a vector of channels at a time. For single-row tiles (decode), where a tile-wide
+// A contraction evaluated only where scores use it (`where`: per vector of keys), one dot product per
+// used (x, i) point, a vector of channels at a time. For single-row tiles (decode), where a tile-wide
 // or call-wide table would compute far more points than the row reads.
-void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int vector_width, bool fixed_head_dim) {
-    helper.product.compute_at(s.scores, s.jj);
+void schedule_contraction_per_score(HelperStage &helper, const AttentionStages &s, const LoopLevel &where,
+                                    int vector_width, bool fixed_head_dim) {
+    helper.product.compute_at(where);
     const auto *head_dim = s.head_dim.as<Internal::IntImm>();
     if (fixed_head_dim && head_dim && head_dim->value % vector_width == 0) {
         RVar outer("outer"), lane("lane");
@@ -186,9 +189,10 @@ void schedule_contraction_per_score(HelperStage &helper, AttentionStages &s, int
 }
 
 // A per-call contraction (DeBERTa's p2c) is computed at `per_pair`, once per (head, batch) pair before
-// its tiles (prefill_runs_pair_tasks); with contractions_per_score (decode) none needs it.
+// its tiles (prefill_runs_pair_tasks); with contractions_per_score (decode) none needs it. Contractions
+// per score go at `per_score` (by default the scores' vector of keys).
 void schedule_helpers(AttentionStages &s, const LoopLevel &per_pair, const LoopLevel &per_tile,
-                      const LoopLevel &per_chunk, int vector_width, bool fixed_head_dim,
+                      const LoopLevel &per_chunk, const LoopLevel &per_score, int vector_width, bool fixed_head_dim,
                       bool contractions_per_score = false) {
     // A per-tile contraction's rows are the tile's rows: its register block covers them (up to 4 vectors).
     // A per-call one (DeBERTa's p2c: rows are table rows) takes 3 vectors, which measured as well as 2 or 4.
@@ -199,7 +203,7 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_pair, const LoopL
         Func f = helper.func;
         std::vector<Var> args = f.args();
         if (helper.is_contraction && (contractions_per_score || helper.per_score)) {
-            schedule_contraction_per_score(helper, s, vector_width, fixed_head_dim);
+            schedule_contraction_per_score(helper, s, per_score, vector_width, fixed_head_dim);
             continue;
         }
         if (helper.is_contraction) {
@@ -454,7 +458,8 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     // tiles (such schemes get per-pair tasks: prefill_runs_pair_tasks).
     const LoopLevel per_pair(output, loops.heads);
     schedule_key_transform(s, vw, fixed_head_dim, per_pair);
-    schedule_helpers(s, per_pair, LoopLevel(output, loops.task), per_chunk, vw, fixed_head_dim);
+    schedule_helpers(s, per_pair, LoopLevel(output, loops.task), per_chunk, LoopLevel(s.scores, s.jj), vw,
+                     fixed_head_dim);
 }
 
 // Decode with fp32 keys and a fixed head_dim rotates keys (RoPE, xPos) inside the QK dot product,
@@ -518,6 +523,15 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     // One query row: scores are dot products over d, a vector of channels at a time reduced once
     // per key; the chunk's max and sum reduce a vector of keys at a time.
     s.scores.compute_at(per_chunk).vectorize(s.jj, vw, guard);
+    // Folded edge rows: each chunk's query beside the chunk, per head; a chunk that meets the band
+    // adds the term a vector of keys at a time, its per-score dot products (the key_table's) there.
+    LoopLevel per_score(s.scores, s.jj);
+    if (s.folds_edge_rows) {
+        s.chunk_query.compute_at(per_chunk).vectorize(s.d, vw, guard);
+        RVar key_block("band_key_block"), key_lane("band_key_lane");
+        s.scores.update(0).split(s.rk, key_block, key_lane, vw, guard).vectorize(key_lane);
+        per_score = LoopLevel(s.scores, key_block);
+    }
     // (A group's heads rotating keys in their own dot products once took turns on 16-key blocks to share
     // K and table rows in L1; the grouped-query copy rotates per chunk instead, and with groups of one
     // head the blocks measured the same as none: JIT, (1,32,1,4096,128), 0.93-1.06x.)
@@ -563,7 +577,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
 
     // Otherwise keys are rotated per chunk, once for all the task's heads.
     if (!rotate_in_dot_product) schedule_key_transform(s, vw, fixed_head_dim, per_group_chunk);
-    schedule_helpers(s, per_tile, per_tile, per_chunk, vw, fixed_head_dim, /*contractions_per_score=*/true);
+    schedule_helpers(s, per_tile, per_tile, per_chunk, per_score, vw, fixed_head_dim, /*contractions_per_score=*/true);
 }
 
 }  // namespace

@@ -495,6 +495,26 @@ TEST_CASE("deberta: long sequences (per-tile table rows, windows, padding)", "[s
     CHECK_MATCHES_REFERENCE(decode);
 }
 
+// Decode takes q + Qr[saturated row] as the query of a key chunk whose keys all lie at or beyond the last
+// bucket (|p - j| >= max_position - 1, or the span without buckets); the chunk holding the nearer keys
+// adds the terms per score. Chunks are 1024 keys at D = 64, 512 at D = 128, 2048 for other head dims.
+TEST_CASE("deberta: decode folds saturated rows into the query", "[schemes][deberta][decode][long]") {
+    AttnCase v3 = base_case(1, 4, 2, 1, 2600, 64, 298, ATTNGEN_MASK_CAUSAL);
+    set_deberta(v3, 256, 256, 512);
+    CHECK_MATCHES_REFERENCE(v3);
+    AttnCase padded = base_case(2, 4, 4, 1, 1300, 128, 299, ATTNGEN_MASK_NONE);
+    padded.kv_lengths = {1300, 600};
+    set_deberta(padded, 64, 32, 128);
+    CHECK_MATCHES_REFERENCE(padded);
+    AttnCase no_buckets = base_case(1, 2, 1, 1, 2500, 40, 300, ATTNGEN_MASK_CAUSAL);
+    set_deberta(no_buckets, 100);
+    CHECK_MATCHES_REFERENCE(no_buckets);
+    AttnCase window = base_case(1, 4, 1, 1, 3000, 64, 301, ATTNGEN_MASK_SLIDING_WINDOW);
+    window.window = 1500;
+    set_deberta(window, 32, 16, 64);
+    CHECK_MATCHES_REFERENCE(window);
+}
+
 TEST_CASE("deberta: depends on relative position only (decode and chunk equal the full run)",
           "[schemes][deberta][property]") {
     AttnCase a = base_case(1, 2, 2, 25, 25, 16, 292, ATTNGEN_MASK_CAUSAL);

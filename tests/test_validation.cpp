@@ -614,6 +614,48 @@ TEST_CASE("validation: deberta table shapes and bucket parameters", "[validation
     }
 }
 
+// The rows of the tables a call can read are scanned (relative positions 1 - Lq .. Lk - 1; Lq 5, Lk 7 and
+// span 8, no buckets: rows 4 .. 14 of 16), large tables in parallel; element indices name the whole table.
+TEST_CASE("validation: deberta tables are scanned for non-finite values", "[validation][deberta]") {
+    const int D = 16, span = 8;
+    auto element = [&](int head, int row, int channel) { return (head * 2 * span + row) * D + channel; };
+    SECTION("a reachable entry of either table") {
+        for (bool key_table : {true, false}) {
+            for (int row : {4, 14}) {
+                Fixture f;
+                set_deberta(f.c, span);
+                std::vector<float> &table = key_table ? f.c.deberta_pos_key : f.c.deberta_pos_query;
+                table[element(3, row, 5)] =
+                    row == 4 ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::infinity();
+                f.refresh();
+                const std::string at = "element " + std::to_string(element(3, row, 5)) + " ";
+                expect_invalid(
+                    f, {key_table ? "desc.deberta_pos_key" : "desc.deberta_pos_query", at.c_str(), "not finite"});
+            }
+        }
+    }
+    SECTION("rows no relative position reaches do not affect the call") {
+        Fixture f;
+        set_deberta(f.c, span);
+        f.c.deberta_pos_key[element(1, 3, 0)] = std::numeric_limits<float>::quiet_NaN();
+        f.c.deberta_pos_query[element(2, 15, 7)] = std::numeric_limits<float>::infinity();
+        f.refresh();
+        REQUIRE(f.run() == ATTNGEN_OK);
+        for (float x : f.out)
+            REQUIRE(std::isfinite(x));
+    }
+    SECTION("a large table (parallel scan), decode") {
+        Fixture f(1, 8, 2, 1, 600, 128);
+        set_deberta(f.c, 256, 256, 512);  // decode reaches rows 256 .. 511 (relative positions 0 .. 599)
+        const int rows = 2 * 256;
+        const int bad = (7 * rows + 400) * 128 + 127;
+        f.c.deberta_pos_query[bad] = std::numeric_limits<float>::quiet_NaN();
+        f.refresh();
+        const std::string at = "element " + std::to_string(bad) + " ";
+        expect_invalid(f, {"desc.deberta_pos_query", at.c_str(), "not finite"});
+    }
+}
+
 TEST_CASE("validation: rope parameters", "[validation][rope]") {
     SECTION("odd rot_dim") {
         Fixture f;

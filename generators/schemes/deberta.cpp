@@ -50,22 +50,15 @@ public:
         if (p.single_row_tiles) {
             // One query row (decode): c2p as a table over Kr's rows, q . Kr[r], 2 span dot products per
             // row and head (512 at span 256) where a product per score took one per key (4096 at
-            // Lk = 4096); each key reads its row's entry. p2c pairs each key with a row of Qr: a dot
-            // product per score.
-            auto row_at = [&](const Expr &i, const Expr &j) { return row_table_(p.query_position(i) - j); };
+            // Lk = 4096); each key reads its row's entry. p2c is k_j . Qr[r]: the kernel folds it into the
+            // query beyond the edges (RelativeTableTerm::key_table) and takes a dot product per score
+            // between them.
             Var i("i");
             RDom channel(0, p.head_dim, "deberta_c2p_c");
-            Func query_dot_rows = helper(Func("deberta_c2p_rows"), Placement::PerQueryTile);
-            query_dot_rows(r, i, h, b) = 0.f;
-            query_dot_rows(r, i, h, b) += p.q(channel, i, h, b) * key_table(channel, r, h, b);
-            content_to_position_ = Func("deberta_c2p");
-            content_to_position_(j, i, h, b) = query_dot_rows(clamp(row_at(i, j), 0, 2 * span - 1), i, h, b);
-            position_to_content_ = dot_per_score(
-                "deberta_p2c",
-                [&](const Expr &c, const Expr &j, const Expr &i, const Expr &h, const Expr &b) {
-                    return keys(c, j, h, b) * query_table(c, row_at(i, j), h, b);
-                },
-                p.head_dim);
+            content_to_position_ = helper(Func("deberta_c2p_rows"), Placement::PerQueryTile);
+            content_to_position_(r, i, h, b) = 0.f;
+            content_to_position_(r, i, h, b) += p.q(channel, i, h, b) * key_table(channel, r, h, b);
+            position_query_table_ = query_table;
             return;
         }
         // c2p: q_i . Kr[r] for the rows a query tile reaches, per tile.
@@ -92,20 +85,13 @@ public:
         position_to_content_(r, j, h, b) = by_key_run(j, clamp(r - first_row(j), 0, rows_per_key - 1), h, b);
     }
 
-    // Decode: the per-score dot products.
-    Expr score_term(const AttentionProblem &p, const Expr &i, const Expr &j, const Expr &h,
-                    const Expr &b) const override {
-        if (!p.single_row_tiles) return Expr();
-        return content_to_position_(j, i, h, b) + position_to_content_(j, i, h, b);
-    }
-
-    // Prefill: tables by row of the distance d = j - p_i (relative position -d), constant beyond the last
-    // log bucket (|p_i - j| >= max_position - 1) or, without log buckets, beyond the span.
+    // Tables by row of the distance d = j - p_i (relative position -d), constant beyond the last log
+    // bucket (|p_i - j| >= max_position - 1) or, without log buckets, beyond the span.
     RelativeTableTerm relative_table_term(const AttentionProblem &p) const override {
-        if (p.single_row_tiles) return {};
         RelativeTableTerm term;
         const Func row_table = row_table_;
-        term.row = [row_table](const Expr &distance) { return row_table(-distance); };
+        term.low_edge = select(log_buckets_, 1 - max_position_, 1 - span_);
+        term.high_edge = select(log_buckets_, max_position_ - 1, span_);
         // Row bounds: the log bucket of the relative position clamped to +-(max_position - 1) is that
         // position within +-bucket_size/2, and beyond it lies between bucket_size/2 and bucket_size in
         // magnitude (the float rounding of the last bucket included).
@@ -122,9 +108,15 @@ public:
             return row_of_bucket(select(log_buckets, select(relative > mid, 2 * mid, max(relative, -mid)), -distance));
         };
         term.by_query = content_to_position_;
+        if (p.single_row_tiles) {
+            // The row clamped where the tables are read (bounds inference cannot see through row_table).
+            const Expr span = span_;
+            term.row = [row_table, span](const Expr &distance) { return clamp(row_table(-distance), 0, 2 * span - 1); };
+            term.key_table = position_query_table_;
+            return term;
+        }
+        term.row = [row_table](const Expr &distance) { return row_table(-distance); };
         term.by_key = position_to_content_;
-        term.low_edge = select(log_buckets_, 1 - max_position_, 1 - span_);
-        term.high_edge = select(log_buckets_, max_position_ - 1, span_);
         return term;
     }
 
@@ -134,6 +126,7 @@ private:
 
     Expr span_, max_position_, half_buckets_, log_buckets_;
     Func row_table_, content_to_position_, position_to_content_;
+    Func position_query_table_;  // Qr as (d, r, h, b), decode's key_table
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // scheme's kernel, and dispatches to the generated kernel for the shape class and device.
 #include "internal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -203,9 +204,8 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
             if (rows < 2 || rows % 2 != 0) {
                 invalid("desc.deberta_pos_key has " + std::to_string(rows) + " rows; expected 2*span with span >= 1");
             }
-            check_finite(desc.deberta_pos_key, "desc.deberta_pos_key");
-            check_table(desc.deberta_pos_query, "desc.deberta_pos_query", {"heads", "2*span", "head_dim"},
-                        {dims.heads, rows, dims.head_dim});
+            check_tensor(&desc.deberta_pos_query, "desc.deberta_pos_query", ATTNGEN_FLOAT32,
+                         {"heads", "2*span", "head_dim"}, {dims.heads, rows, dims.head_dim});
             if (desc.deberta_bucket_size < 0) invalid("desc.deberta_bucket_size is negative");
             if (desc.deberta_bucket_size > 0) {
                 int32_t probe = 0;
@@ -215,6 +215,25 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
                     invalid(message);
                 }
             }
+            // The rows a call can read are scanned for non-finite values (a table is 8 MB at 32 heads, span
+            // 256, D = 128; a causal decode row reads half of it): relative positions p_i - j lie in
+            // [1 - q_len, k_len - 1] and rows are monotone in them. The bounds are the kernel's own
+            // (RelativeTableTerm::row_lower / row_upper): beyond bucket_size / 2 its float32 log bucket may
+            // round up as far as bucket_size.
+            const int64_t span = rows / 2;
+            auto row_bound = [&](int64_t relative, bool upper) {
+                int64_t bucket = relative;
+                if (desc.deberta_bucket_size > 0) {
+                    const int64_t mid = desc.deberta_bucket_size / 2, reach = desc.deberta_max_position - 1;
+                    const int64_t clamped = std::clamp(relative, -reach, reach);
+                    bucket = upper ? (clamped > mid ? 2 * mid : std::max(clamped, -mid))
+                                   : (clamped < -mid ? -2 * mid : std::min(clamped, mid));
+                }
+                return std::clamp(bucket + span, int64_t(0), 2 * span - 1);
+            };
+            const int64_t first_row = row_bound(1 - dims.q_len, false), last_row = row_bound(dims.k_len - 1, true);
+            check_finite(desc.deberta_pos_key, "desc.deberta_pos_key", 1, first_row, last_row);
+            check_finite(desc.deberta_pos_query, "desc.deberta_pos_query", 1, first_row, last_row);
             args.tensors["deberta_pos_key"] = &desc.deberta_pos_key;
             args.tensors["deberta_pos_query"] = &desc.deberta_pos_query;
             args.ints["deberta_bucket_size"] = desc.deberta_bucket_size;

@@ -52,8 +52,10 @@ int64_t element_count(const attngen_tensor &t);
 void fill_zero(const attngen_tensor &t);
 // Whether two tensors' memory ranges overlap.
 bool overlaps(const attngen_tensor &a, const attngen_tensor &b);
-// All values of a float32 tensor are finite.
-void check_finite(const attngen_tensor &t, const std::string &name);
+// All values of a float32 tensor are finite; with range_dim >= 0, those whose index along that dimension
+// lies in [range_first, range_last]. Large tensors are scanned in parallel.
+void check_finite(const attngen_tensor &t, const std::string &name, int range_dim = -1, int64_t range_first = 0,
+                  int64_t range_last = 0);
 void check_finite(double value, const std::string &name);
 
 // A dense copy of data (row-major), owned here, viewed as an attngen_tensor.
