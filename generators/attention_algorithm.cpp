@@ -201,14 +201,16 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         table_row_lo = min(table_term.row_lower(tile_nearest), table_term.row_lower(tile_farthest));
         table_row_hi = max(table_term.row_upper(tile_nearest), table_term.row_upper(tile_farthest));
     }
-    auto by_query_at = [&](Expr row, const Expr &query_row) {
-        if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);
-        return table_term.by_query(row, query_row, h, b);
+    auto clamp_row = [&](const Expr &row) {
+        return table_row_lo.defined() ? clamp(row, table_row_lo, table_row_hi) : row;
+    };
+    auto by_query_at = [&](const Expr &row, const Expr &query_row) {
+        return table_term.by_query(clamp_row(row), query_row, h, b);
     };
     auto table_term_at = [&](Expr row, const Expr &query_row, const Expr &key) {
-        if (table_row_lo.defined()) row = clamp(row, table_row_lo, table_row_hi);
+        row = clamp_row(row);
         Expr sum;
-        if (table_term.by_query.defined()) sum = by_query_at(row, query_row);
+        if (table_term.by_query.defined()) sum = table_term.by_query(row, query_row, h, b);
         if (key_dot_table.defined() || table_term.by_key.defined()) {
             Expr by_key =
                 key_dot_table.defined() ? key_dot_table(key, query_row, h, b) : table_term.by_key(row, key, h, b);
