@@ -249,15 +249,15 @@ void check_finite(const attngen_tensor &t, const std::string &name, int range_di
     // Sequentially (small tensors, or to name the first non-finite element).
     for (int64_t row = 0; row < scan.rows; row++) {
         if (scan.row_is_finite(row)) continue;
+        const float *start = scan.row_start(row);
         for (int64_t n = 0; n < scan.row_length; n++) {
-            std::vector<int64_t> index = scan.index_of(row, n);
-            int64_t offset = 0, flat = 0;
-            for (int d = 0; d < t.rank; d++) {
-                offset += index[d] * scan.strides[d];
+            if (std::isfinite(start[n * scan.inner_stride])) continue;
+            // Named by its row-major index in the whole tensor.
+            const std::vector<int64_t> index = scan.index_of(row, n);
+            int64_t flat = 0;
+            for (int d = 0; d < t.rank; d++)
                 flat = flat * t.shape[d] + index[d];
-            }
-            if (!std::isfinite(scan.data[offset]))
-                invalid(name + ": element " + std::to_string(flat) + " is not finite");
+            invalid(name + ": element " + std::to_string(flat) + " is not finite");
         }
     }
 }
