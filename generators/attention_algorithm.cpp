@@ -1,5 +1,7 @@
 #include "attention_algorithm.h"
 
+#include <stdexcept>
+
 namespace attngen {
 
 using namespace Halide;
@@ -36,6 +38,9 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
 
     const int tile = blocking.query_tile;
     const int chunk = blocking.key_chunk;
+    // A head block: a tile is one query row, its `ii` a head of the block `h`.
+    const int head_block = blocking.head_block > 1 ? blocking.head_block : 0;
+    if (head_block > 0 && tile != 1) throw std::invalid_argument("attngen: a head block needs one-row tiles");
     Var d = s.d, i = s.i, h = s.h, b = s.b, ii = s.ii, jj = s.jj, c = s.c, it = s.it, r = s.r;
 
     scheme.setup(p);
@@ -77,10 +82,14 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
 
     // Query rows of a tile, transformed and scaled. Rows past q_len (the last tile's tail) repeat the
     // last row; their results are never stored.
-    Expr row = it * tile + ii;
+    Expr row = head_block > 0 ? Expr(it) : it * tile + ii;
     Expr clamped_row = min(row, p.q_len - 1);
+    // The query head of a stage's (ii, h); the heads of a block share one KV head.
+    // (Clamped: a helper computed once per call for both copies is bounded over the union of their reads, the
+    // head-block copy's included where it does not run, e.g. 6 heads in groups of 2.)
+    Expr head = head_block > 0 ? min(h * head_block + ii, p.heads - 1) : Expr(h);
     s.query_tile = Func("query_tile");
-    s.query_tile(d, ii, it, h, b) = query(d, clamped_row, h, b) * scale;
+    s.query_tile(d, ii, it, h, b) = query(d, clamped_row, head, b) * scale;
 
     // Scores of one (tile, chunk) block.
     // Reads past the last key (the tail of a partial last chunk) repeat the last key; their scores
@@ -123,7 +132,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr nearest = visible_begin - p.query_position(last_row);
     Expr farthest = visible_end - 1 - p.query_position(first_row);
     Expr clamped_key = key_in_range(key_index);
-    Expr kv_head = p.kv_head(h);
+    // (Clamped for a head block: bounds inference over a task's blocks otherwise reaches past the KV heads.)
+    Expr kv_head = head_block > 0 ? clamp(p.kv_head(h * head_block), 0, p.kv_heads - 1) : p.kv_head(h);
 
     const RelativeTableTerm table_term = scheme.relative_table_term(p);
     const bool term_by_band = table_term.defined() && table_term.by_band && blocking.relative_terms_by_band;
@@ -172,7 +182,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr edge_row = select(chunk_beyond_low, table_term.row(low_edge), table_term.row(high_edge));
         s.chunk_query = Func("chunk_query");
         s.chunk_query(d, ii, c, it, h, b) =
-            s.query_tile(d, ii, it, h, b) + select(beyond_edge, scale * table_term.key_table(d, edge_row, h, b), 0.f);
+            s.query_tile(d, ii, it, h, b) +
+            select(beyond_edge, scale * table_term.key_table(d, edge_row, head, b), 0.f);
         query_channel = s.chunk_query(s.rd, ii, c, it, h, b);
     }
     if (s.key_rotation_in_product) {
@@ -185,7 +196,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.qk(ii, jj, c, it, h, b) += query_channel * s.key(s.rd, clamped_key, kv_head, b);
 
     Expr score = s.qk(ii, jj, c, it, h, b);
-    Expr term = scheme.score_term(p, clamped_row, clamped_key, h, b);
+    Expr term = scheme.score_term(p, clamped_row, clamped_key, head, b);
     if (term.defined()) score += scale * term;
 
     // Table rows are monotone in the distance, so a tile's reads lie between the row bounds at its
@@ -205,15 +216,15 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         return table_row_lo.defined() ? clamp(row, table_row_lo, table_row_hi) : row;
     };
     auto by_query_at = [&](const Expr &row, const Expr &query_row) {
-        return table_term.by_query(clamp_row(row), query_row, h, b);
+        return table_term.by_query(clamp_row(row), query_row, head, b);
     };
     auto table_term_at = [&](Expr row, const Expr &query_row, const Expr &key) {
         row = clamp_row(row);
         Expr sum;
-        if (table_term.by_query.defined()) sum = table_term.by_query(row, query_row, h, b);
+        if (table_term.by_query.defined()) sum = table_term.by_query(row, query_row, head, b);
         if (key_dot_table.defined() || table_term.by_key.defined()) {
             Expr by_key =
-                key_dot_table.defined() ? key_dot_table(key, query_row, h, b) : table_term.by_key(row, key, h, b);
+                key_dot_table.defined() ? key_dot_table(key, query_row, head, b) : table_term.by_key(row, key, head, b);
             sum = sum.defined() ? sum + by_key : by_key;
         }
         return sum;
@@ -246,7 +257,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
                                 key_index >= band_right_edge,
                                 table_term_at(table_term.row(high_edge), row, clamped_key), 0.f);
     }
-    Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, h, b);
+    Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, head, b);
     if (bias.defined()) score += bias;
     // The keys a row can see form one range: two comparisons per score, whatever the mask.
     Expr position = p.query_position(row);
@@ -334,7 +345,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             s.value_hist(r, ii, c, it, h, b) = select(r == 0, s.value_tails(ii, c, it, h, b)[0], r == 2 * vt.clip,
                                                       s.value_tails(ii, c, it, h, b)[1], prob_at_r);
             s.rr = RDom(0, 2 * vt.clip + 1, "rr");
-            s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, h, b);
+            s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(s.rr, ii, c, it, h, b) * vt.table(d, s.rr, head, b);
         } else {
             // A chunk wholly in a tail (most chunks, when clip is small against the sequence) puts all
             // its mass in one end row of the table: its sum, with no work per score. Only a chunk that
@@ -353,7 +364,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             Expr left_mass = select(all_left, chunk_sum, 0.f) + s.value_tails(ii, c, it, h, b)[0];
             Expr right_mass = select(all_right, chunk_sum, 0.f) + s.value_tails(ii, c, it, h, b)[1];
             s.chunk_acc(d, ii, c, it, h, b) +=
-                left_mass * vt.table(d, 0, h, b) + right_mass * vt.table(d, 2 * vt.clip, h, b);
+                left_mass * vt.table(d, 0, head, b) + right_mass * vt.table(d, 2 * vt.clip, head, b);
 
             // Interior rows 0 < r < 2 clip, over the rows the chunk can reach.
             s.value_hist(r, ii, c, it, h, b) = prob_at_r;
@@ -362,7 +373,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             s.rr = RDom(1, 2 * vt.clip - 1, "rr");
             s.rr.where(meets_band && s.rr >= band_first && s.rr <= band_last);
             Expr band_row = unsafe_promise_clamped(s.rr, band_first, band_last);
-            s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(band_row, ii, c, it, h, b) * vt.table(d, band_row, h, b);
+            s.chunk_acc(d, ii, c, it, h, b) += s.value_hist(band_row, ii, c, it, h, b) * vt.table(d, band_row, head, b);
         }
     }
 
@@ -374,6 +385,10 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr first_visible_chunk = min(s.chunk_begin(it, b), last_chunk);
     Expr visible_rc = unsafe_promise_clamped(s.rc, first_visible_chunk,
                                              clamp(s.chunk_end(it, b) - 1, first_visible_chunk, last_chunk));
+    // The output's (i, h) as stage indices (ii, it, h).
+    Expr output_row = head_block > 0 ? h % head_block : i % tile;
+    Expr output_tile = head_block > 0 ? Expr(i) : i / tile;
+    Expr output_head = head_block > 0 ? h / head_block : Expr(h);
     Expr row_acc, row_sum;
     if (blocking.merge == Merge::TwoPass) {
         // All chunk states of a tile, then exact rescaling to the row max.
@@ -393,8 +408,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         s.row_acc(d, ii, it, h, b) = 0.f;
         s.row_acc(d, ii, it, h, b) +=
             s.chunk_state(d, ii, visible_rc, it, h, b)[0] * s.chunk_weight(ii, visible_rc, it, h, b);
-        row_acc = s.row_acc(d, i % tile, i / tile, h, b);
-        row_sum = s.row_sum(i % tile, i / tile, h, b);
+        row_acc = s.row_acc(d, output_row, output_tile, output_head, b);
+        row_sum = s.row_sum(output_row, output_tile, output_head, b);
     } else {
         // One running (acc, max, sum) per row, rescaled whenever a chunk raises the max.
         s.online_state = Func("online_state");
@@ -407,8 +422,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr keep = exp(old_max - new_max), take = exp(chunk_max - new_max);
         s.online_state(d, ii, it, h, b) = Tuple(old_acc * keep + s.chunk_acc(d, ii, visible_rc, it, h, b) * take,
                                                 new_max, old_sum * keep + s.chunk_sum(ii, visible_rc, it, h, b) * take);
-        row_acc = s.online_state(d, i % tile, i / tile, h, b)[0];
-        row_sum = s.online_state(d, i % tile, i / tile, h, b)[2];
+        row_acc = s.online_state(d, output_row, output_tile, output_head, b)[0];
+        row_sum = s.online_state(d, output_row, output_tile, output_head, b)[2];
     }
 
     // A fully masked row (no visible key) is zero, never NaN. One reciprocal per row, not a

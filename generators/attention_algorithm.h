@@ -66,6 +66,11 @@ struct Blocking {
     // pipeline keeps it only where a schedule rotates inside the product: fixed head_dim variants with
     // float32 keys that do not serve shared KV heads (see define_attention_pipeline).
     bool key_rotation_in_product = false;
+    // One-row tiles (decode) where query heads share KV heads: a tile holds this many consecutive query heads
+    // of one KV group (a head block) in place of rows, so each key and value a chunk loads serves them all
+    // (0: one head per tile). The stages' head index h is then the head block; the pipeline sets it only on
+    // the grouped-query copy, which runs where it divides the group (AttentionPipeline::kv_heads_shared).
+    int head_block = 0;
     // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
     // bytes (0: no cap), so that query heads taking turns on a chunk find it in cache.
     int chunk_kv_bytes_max = 0;
@@ -80,7 +85,8 @@ struct AttentionControls {
 };
 
 // The head layouts a variant serves. A schedule may want the algorithm in two copies, one for multi-head
-// attention (each KV head serves one query head) and one for grouped queries (several share it).
+// attention (each KV head serves one query head) and one for grouped queries (several share it; CPU
+// decode: in blocks of Blocking::head_block heads).
 enum class HeadSharing { Any, OneQueryHeadPerKvHead, SharedKvHeads };
 
 // Every stage of one attention variant, for a schedule to place.
@@ -91,6 +97,9 @@ struct AttentionStages {
     Halide::RDom rk;                                           // keys of a chunk, for a table term's band
     Halide::RDom rv;                                           // keys of a chunk, for P.V (chunk_acc update 0)
 
+    // Stage indices: (ii, it) a row of a tile and the tile, h the query head; with a head block
+    // (Blocking::head_block) ii is a head of the block, it the query row and h the block. The output is
+    // indexed by query row and head either way.
     Halide::Func output;                      // (d, i, h, b)
     Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)

@@ -35,7 +35,11 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
                                             const HeadSharingSplit &split_head_sharing) {
     AttentionPipeline pipeline;
     pipeline.head_dim = in.q.dim(0).extent();
-    pipeline.kv_heads_shared = in.q.dim(2).extent() != in.k.dim(2).extent();
+    // A head block serves query heads of one KV group: its copy runs where the block divides the group.
+    const Expr heads = in.q.dim(2).extent(), kv_heads = in.k.dim(2).extent();
+    pipeline.kv_heads_shared = heads != kv_heads;
+    if (blocking.head_block > 1)
+        pipeline.kv_heads_shared = heads != kv_heads && (heads / kv_heads) % blocking.head_block == 0;
     std::vector<int> head_dims = fast_head_dims;
     if (generic || fast_head_dims.empty()) head_dims.push_back(0);
 
@@ -64,6 +68,7 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         // pays off only when each key serves one query head (KV heads shared: rotated once per chunk
         // for the group) and is read as float32.
         Blocking variant_blocking = blocking;
+        if (sharing != HeadSharing::SharedKvHeads) variant_blocking.head_block = 0;
         variant_blocking.key_rotation_in_product &=
             fixed > 0 && in.k.type() == Float(32) && sharing != HeadSharing::SharedKvHeads;
         const int key_value_bytes = fixed * (in.k.type().bytes() + in.v.type().bytes());

@@ -30,7 +30,8 @@ struct AttentionPipeline {
     std::vector<AttentionStages> variants;  // per fixed head_dim one (or two: see HeadSharingSplit), then generic
     std::vector<int> head_dims;             // fixed head_dim of each variant; 0 = any
     Halide::Expr head_dim;                  // the runtime head_dim
-    // heads != kv_heads: selects a variant's SharedKvHeads copy over its OneQueryHeadPerKvHead one.
+    // heads != kv_heads (and, with a head block, the block divides the group: Blocking::head_block):
+    // selects a variant's SharedKvHeads copy over its OneQueryHeadPerKvHead one.
     // Schedules specialize on this very Expr, so each branch computes one copy.
     Halide::Expr kv_heads_shared;
 };

@@ -45,10 +45,16 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     if (!on_gpu && shape == ShapeClass::Decode && decode_tasks_run_head_groups(cpu)) {
         const AttentionStages &first = pipeline.variants.front();
         const Halide::Expr group = first.heads / first.kv_heads, pool = Halide::max(threads, 1);
-        Halide::Expr parts = group;  // one head per task, if nothing better
+        // Where a head block divides the group (its copy runs), a task keeps whole blocks.
+        const int block = cpu_algorithm_blocking(cpu, shape).head_block;
+        // One head per task (one block of heads), if nothing better.
+        Halide::Expr parts = block > 1 ? Halide::select(group % block == 0, group / block, group) : group;
         for (int p = 32; p >= 1; p /= 2) {
             const Halide::Expr tasks = first.kv_heads * first.batch * p;
-            parts = Halide::select(group % p == 0 && (tasks % pool == 0 || tasks >= 4 * pool), p, parts);
+            const Halide::Expr keeps_blocks =
+                block > 1 ? group % block != 0 || (group / p) % block == 0 : Halide::Internal::const_true();
+            parts =
+                Halide::select(group % p == 0 && keeps_blocks && (tasks % pool == 0 || tasks >= 4 * pool), p, parts);
         }
         heads_per_task = Halide::max(group / parts, 1);
     }

@@ -23,6 +23,8 @@ struct CpuScheduleParams {
     int qk_block_keys = 8;    // keys per QK register block (unrolled)
     int pv_block_rows = 4;    // rows per P.V register block (unrolled)
     bool split_keys = false;  // decode: parallel over key chunks as well as heads
+    // Decode with head-group tasks: query heads per tile where they share a KV head (Blocking::head_block).
+    int decode_head_block = 4;
 };
 
 // Tunable parameters of the GPU schedule.

@@ -95,6 +95,23 @@ TEST_CASE("bf16: RoPE and xPos decode with grouped query heads over several key 
     }
 }
 
+TEST_CASE("bf16: decode with query heads in blocks of a KV group", "[bf16][decode][gqa]") {
+    // The head-block copy of the D = 64 and 128 decode kernels: groups of 8 (two blocks) and of 4.
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_SHAW,
+                                      ATTNGEN_SCHEME_DEBERTA, ATTNGEN_SCHEME_ROPE};
+    for (const attngen_scheme scheme : schemes) {
+        for (const int head_dim : {64, 128}) {
+            for (const int kv_heads : {2, 4}) {
+                AttnCase c = make_case(2, 16, kv_heads, 1, 1100, head_dim, 840 + int(scheme) * 5 + head_dim + kv_heads);
+                c.mask = ATTNGEN_MASK_CAUSAL;
+                c.kv_lengths = {1100, 613};
+                if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, 850 + int(scheme));
+                check_bf16(c);
+            }
+        }
+    }
+}
+
 TEST_CASE("bf16: mixed element types and GPU devices are clear errors", "[bf16][validation]") {
     AttnCase c = make_case(1, 2, 2, 5, 7, 16, 800);
     std::vector<uint16_t> q = to_bits(c.q), o(c.q_size(), 0);

@@ -842,6 +842,36 @@ TEST_CASE("rope and xpos: decode with grouped query heads over several key chunk
     }
 }
 
+TEST_CASE("decode: query heads in blocks of a KV group, every scheme", "[schemes][decode][gqa]") {
+    // With D = 64 or 128, decode kernels hold a copy in which a tile is a block of 4 query heads of one
+    // KV group (each key and value loaded once for the block); it runs where 4 divides the group. Groups
+    // of 4 (one block a task), 8 (two blocks a task), 12 (tasks of one block) and 16 (MQA), and of 2,
+    // which the multi-head copy serves; padded batches and every mask.
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    struct Layout {
+        int batch, heads, kv_heads, keys;
+        attngen_mask mask;
+    };
+    const Layout layouts[] = {{2, 8, 2, 1100, ATTNGEN_MASK_CAUSAL},
+                              {1, 16, 2, 700, ATTNGEN_MASK_NONE},
+                              {1, 12, 1, 530, ATTNGEN_MASK_SLIDING_WINDOW},
+                              {1, 16, 1, 300, ATTNGEN_MASK_CAUSAL},
+                              {1, 6, 3, 300, ATTNGEN_MASK_CAUSAL}};
+    const int D = GENERATE(64, 128);
+    uint64_t seed = 1900 + D;
+    for (const attngen_scheme scheme : schemes) {
+        for (const Layout &layout : layouts) {
+            AttnCase c = base_case(layout.batch, layout.heads, layout.kv_heads, 1, layout.keys, D, seed++, layout.mask);
+            if (layout.batch == 2) c.kv_lengths = {layout.keys, 613};
+            if (layout.mask == ATTNGEN_MASK_SLIDING_WINDOW) c.window = 200;
+            if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, seed++);
+            CHECK_MATCHES_REFERENCE(c);
+        }
+    }
+}
+
 TEST_CASE("xpos: GQA, head dims, non-causal and chunked", "[schemes][xpos][gqa][head_dim]") {
     const int D = GENERATE(64, 128, 18);
     AttnCase a = base_case(1, 4, 2, 14, 14, D, 345 + D, ATTNGEN_MASK_CAUSAL);
