@@ -627,10 +627,11 @@ HeadSharingSplit head_sharing_split(const Target &target, ShapeClass shape, cons
     // Head-group decode tasks: every fixed-head_dim variant gets a grouped-query copy whose tiles are blocks
     // of query heads of one KV group (Blocking::head_block), so each key and value a chunk loads serves the
     // block; it rotates keys (RoPE, xPos) once per chunk for the task's heads (schedule_decode). AOT, same
-    // process, (1,32,1,4096,128) with 8 KV heads, blocks of 4 vs one head a tile, causal / none: bf16
-    // plain 0.75 / 0.70x the time, ALiBi 0.67 / 0.71x, T5 0.77 / 0.75x, DeBERTa 0.82 / 0.76x, RoPE
-    // 0.88-0.95x, xPos 0.95-0.99x; fp32 0.65-1.05x (plain, noisy: memory-bound), ALiBi 0.77 / 0.97x,
-    // T5 0.81 / 0.78x, RoPE 0.80-0.97x, xPos, DeBERTa and Shaw 0.97-1.06x.
+    // process, 61 alternating calls, (1,32,1,4096,128) with 8 KV heads, time with blocks of 4 over one head a
+    // tile, causal / none (2026-12-03, beside a CI build): bf16 plain 0.77 / 0.76, ALiBi 0.74 / 0.72, T5
+    // 0.77 / 0.74, Shaw 0.83 / 0.83, DeBERTa 0.87 / 0.63, xPos 0.93 / 0.95, RoPE 0.99-1.01; fp32 (memory-bound,
+    // noisy) plain 0.73 / 1.06, ALiBi 0.87 / 1.13, T5 0.83 / 0.77, RoPE 0.90-0.96, xPos 0.99, DeBERTa 1.04 /
+    // 0.87, Shaw 0.81 / 1.07. Outputs equal to the last bit for all but Shaw and DeBERTa fp32 (2e-7, 4e-9).
     const bool head_blocks = cpu_algorithm_blocking(cpu, shape).head_block > 1;
     return [head_blocks](const AttentionStages &s) {
         return head_blocks || rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
