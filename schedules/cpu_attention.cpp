@@ -80,13 +80,18 @@ constexpr int kMaxAccumulatorVectors = 24;
 // loaded feeds one FMA per row; with 3 rows of 8 vectors V streams from L2 faster than it can).
 constexpr int kPvBlockVectors = 4;
 
+// Vectors of d a P.V block covers at a time, of a fixed head_dim's `vectors`: all of them, or parts of
+// kPvBlockVectors where they divide.
+int pv_part_vectors(int vectors) {
+    return vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 ? kPvBlockVectors : vectors;
+}
+
 // Rows of a prefill P.V register block with a fixed head_dim: at most pv_block_rows, at most 24
 // accumulator vectors (of 32 registers; the rest hold V and the broadcast P), and a divisor of the
 // tile so that blocks align with tiles.
 int pv_rows_for(const CpuScheduleParams &params, int head_dim) {
     const int vectors = std::max(1, head_dim / params.vector_width);
-    const bool in_parts = vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0;
-    const int part_vectors = in_parts ? kPvBlockVectors : vectors;
+    const int part_vectors = pv_part_vectors(vectors);
     int rows = std::max(1, params.pv_block_rows);
     while (rows > 1 && (rows * part_vectors > kMaxAccumulatorVectors || params.blocking.query_tile % rows != 0))
         rows--;
@@ -361,8 +366,7 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     if (const auto *fixed = s.head_dim.as<Internal::IntImm>(); fixed_head_dim && fixed) {
         const int head_dim = int(fixed->value);
         const int vectors = std::max(1, head_dim / vw);
-        const bool in_parts = vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 && head_dim % vw == 0;
-        pv_part_width = in_parts ? kPvBlockVectors * vw : head_dim;
+        pv_part_width = head_dim % vw == 0 ? pv_part_vectors(vectors) * vw : head_dim;
         pv_rows = pv_rows_for(p, head_dim);
     }
     if (s.blocking.value_row_group > 0) pv_rows = s.blocking.value_row_group;
@@ -579,11 +583,9 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     if (fixed_head_dim && head_block > 1 && fixed_dim && fixed_dim->value % vw == 0) {
         // A block's heads take each V vector in turn, over parts of at most kPvBlockVectors vectors of d
         // (a block of heads x vectors accumulates in registers over the chunk's keys).
-        const int vectors = int(fixed_dim->value) / vw;
-        const int part = vectors > kPvBlockVectors && vectors % kPvBlockVectors == 0 ? kPvBlockVectors : vectors;
         Var d_part("d_part");
         s.chunk_acc.update(0)
-            .split(s.d, d_part, d_block, part * vw)
+            .split(s.d, d_part, d_block, pv_part_vectors(int(fixed_dim->value) / vw) * vw)
             .split(d_block, d_block, d_lane, vw)
             .reorder(d_lane, s.ii, d_block, s.rv, d_part)
             .vectorize(d_lane)
