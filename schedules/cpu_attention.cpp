@@ -184,7 +184,10 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
 // or call-wide table would compute far more points than the row reads.
 void schedule_contraction_per_score(HelperStage &helper, const AttentionStages &s, const LoopLevel &where,
                                     int vector_width, bool fixed_head_dim) {
-    helper.product.compute_at(where);
+    // On the stack: its extent (the table rows a vector of keys reaches) is dynamic, which Halide serves
+    // from a slot reused across iterations rather than a halide_malloc and free per vector of keys (one
+    // per 16 keys and head in decode: 8192 per (1,32,1,4096,128) call).
+    helper.product.compute_at(where).store_in(MemoryType::Stack);
     const auto *head_dim = s.head_dim.as<Internal::IntImm>();
     if (fixed_head_dim && head_dim && head_dim->value % vector_width == 0) {
         RVar outer("outer"), lane("lane");
