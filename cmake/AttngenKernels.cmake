@@ -88,6 +88,35 @@ function(attngen_add_kernel NAME)
                  "${NAME}|${ARG_KIND}|${ARG_SCHEME}|${ARG_OPTIONS}|${ARG_SHAPE}|${ARG_DEVICE}|${ARG_OP}|${ARG_DTYPE}|${ARG_HEAD_DIM}|${cpu_targets}")
 endfunction()
 
+# attngen_add_bf16_dot_kernel(<name> <attngen_add_kernel's arguments>): a CPU kernel for
+# ATTNGEN_BF16_DOT_TARGET, generated as LLVM IR and compiled by llc-14 with ATTNGEN_BF16_DOT_LLC_FLAGS, so
+# that it holds avx512_bf16 dot products but no AVX512-FP16 instruction (Halide would compile that target
+# for a Sapphire Rapids CPU). The registry row names that one target: the runtime picks such a kernel
+# where the CPU has avx512_bf16 (runtime/src/dispatch.cpp).
+function(attngen_add_bf16_dot_kernel NAME)
+    cmake_parse_arguments(ARG "" "GENERATOR;DEVICE;KIND;SCHEME;OPTIONS;SHAPE;DTYPE;OP;HEAD_DIM" "PARAMS" ${ARGN})
+    set(dir ${CMAKE_CURRENT_BINARY_DIR}/bf16_dot)
+    add_custom_command(OUTPUT ${dir}/${NAME}.ll ${dir}/${NAME}.h
+                       COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+                       COMMAND attngen_generators -n ${NAME} -d 0 -g ${ARG_GENERATOR} -f ${NAME}
+                               -e c_header,llvm_assembly -o ${dir} target=${ATTNGEN_BF16_DOT_TARGET}-no_runtime
+                               ${ARG_PARAMS}
+                       DEPENDS attngen_generators
+                       VERBATIM)
+    add_custom_command(OUTPUT ${dir}/${NAME}.o
+                       COMMAND ${ATTNGEN_LLC} -O3 ${ATTNGEN_BF16_DOT_LLC_FLAGS} --relocation-model=pic
+                               --fp-contract=fast -filetype=obj ${dir}/${NAME}.ll -o ${dir}/${NAME}.o
+                       DEPENDS ${dir}/${NAME}.ll
+                       VERBATIM)
+    add_library(${NAME} STATIC ${dir}/${NAME}.o ${dir}/${NAME}.h)
+    set_target_properties(${NAME} PROPERTIES LINKER_LANGUAGE CXX)
+    target_include_directories(${NAME} INTERFACE ${dir})
+    target_link_libraries(${NAME} INTERFACE ${ATTNGEN_RUNTIME_TARGET})
+    set_property(GLOBAL APPEND PROPERTY ATTNGEN_KERNEL_LIBRARIES ${NAME})
+    set_property(GLOBAL APPEND PROPERTY ATTNGEN_KERNEL_ENTRIES
+                 "${NAME}|${ARG_KIND}|${ARG_SCHEME}|${ARG_OPTIONS}|${ARG_SHAPE}|cpu|${ARG_OP}|${ARG_DTYPE}|${ARG_HEAD_DIM}|${ATTNGEN_BF16_DOT_TARGET}")
+endfunction()
+
 # Tuned CPU schedule parameters (attngen-tune writes them): the entry of a kernel's scheme, options
 # and shape class, as generator parameters. No entry: the hand schedule's defaults.
 function(attngen_tuned_params SCHEME OPTIONS SHAPE OUT)

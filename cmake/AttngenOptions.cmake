@@ -22,6 +22,26 @@ set(ATTNGEN_TUNED_FILE "${PROJECT_SOURCE_DIR}/schedules/tuned/${_attngen_first_t
 option(ATTNGEN_USE_TUNED "Generate CPU kernels with the tuned schedule parameters" ON)
 
 option(ATTNGEN_BF16 "Generate bfloat16 CPU kernels (bf16 q/k/v/out, fp32 math)" ON)
+# bf16 decode on avx512_bf16 dot products (vdpbf16ps). Halide 14 emits them only for avx512_sapphirerapids
+# targets, whose LLVM 14 CPU implies AVX512-FP16, which other AVX-512 CPUs with bf16 (AMD Zen 4, Zen 5)
+# lack. So these kernels are generated as LLVM IR and compiled by LLVM 14's llc (the llvm-14 package,
+# which libhalide14-0-dev pulls in) for x86-64-v4 with avx512bf16 and nothing more; the runtime runs them
+# on AMD CPUs with avx512_bf16 (ATTNGEN_BF16_DOT=1 in the environment: any CPU with it; =0: none).
+find_program(ATTNGEN_LLC NAMES llc-14 llc PATHS /usr/lib/llvm-14/bin NO_DEFAULT_PATH)
+if (NOT ATTNGEN_LLC)
+    find_program(ATTNGEN_LLC NAMES llc-14)
+endif ()
+if (ATTNGEN_LLC AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+    set(_attngen_bf16_dot_default ON)
+else ()
+    set(_attngen_bf16_dot_default OFF)
+endif ()
+option(ATTNGEN_BF16_DOT "Also generate bf16 decode kernels on avx512_bf16 dot products (needs llc-14)"
+       ${_attngen_bf16_dot_default})
+set(ATTNGEN_BF16_DOT_TARGET "x86-64-linux-avx-avx2-avx512-avx512_cannonlake-avx512_sapphirerapids-avx512_skylake-f16c-fma-sse41"
+    CACHE STRING "Halide target of the bf16 dot-product kernels (their IR is compiled without AVX512-FP16)")
+set(ATTNGEN_BF16_DOT_LLC_FLAGS "-mcpu=x86-64-v4;-mattr=+avx512bf16" CACHE STRING
+    "llc-14 CPU flags of the bf16 dot-product kernels: every instruction must exist on AVX-512 CPUs with avx512_bf16")
 option(ATTNGEN_OPENCL "Generate OpenCL kernels (run on PoCL in the tests)" ON)
 # CUDA kernels by default only where this machine has an NVIDIA driver: the main job generates the
 # library for the machine it runs on, and elsewhere (CI) they could only be compiled, at an eighth of

@@ -54,6 +54,13 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.transforms_query = query.name() != p.q.name();
     s.transforms_key = s.key.name() != p.k.name();
     s.value = p.v;
+    s.bf16_dot_products = blocking.bf16_dot_products && !s.key_rotation_in_product;
+    if (s.bf16_dot_products && s.transforms_key) {
+        // Stored as bf16: q.k's products are then of two bf16 values, which the dot products need.
+        Func key_bf16("key_bf16");
+        key_bf16(transformed_key.args()) = cast(BFloat(16), transformed_key(transformed_key.args()));
+        s.key = key_bf16;
+    }
 
     Expr scale = select(ctl.scale > 0.f, ctl.scale, scheme.default_scale(p));
 
@@ -193,7 +200,13 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         query_channel =
             transposed_rotation(key_rotation, query_channel, s.query_partner(s.rd, ii, it, h, b), s.rd, clamped_key, b);
     }
-    s.qk(ii, jj, c, it, h, b) += query_channel * s.key(s.rd, clamped_key, kv_head, b);
+    if (s.bf16_dot_products) {
+        s.query_bf16 = Func("query_bf16");
+        s.query_bf16(d, ii, c, it, h, b) =
+            cast(BFloat(16), s.folds_edge_rows ? s.chunk_query(d, ii, c, it, h, b) : s.query_tile(d, ii, it, h, b));
+        query_channel = cast<float>(s.query_bf16(s.rd, ii, c, it, h, b));
+    }
+    s.qk(ii, jj, c, it, h, b) += query_channel * cast<float>(s.key(s.rd, clamped_key, kv_head, b));
 
     Expr score = s.qk(ii, jj, c, it, h, b);
     Expr term = scheme.score_term(p, clamped_row, clamped_key, head, b);
@@ -317,8 +330,20 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     }
     s.chunk_acc = Func("chunk_acc");
     s.chunk_acc(d, ii, c, it, h, b) = 0.f;
-    s.chunk_acc(d, ii, c, it, h, b) +=
-        s.probs(ii, value_key, c, it, h, b) * s.value(d, key_in_range(chunk_start + value_key), kv_head, b);
+    if (s.bf16_dot_products && !blocking.trim_chunk_keys && chunk % 2 == 0 && blocking.value_row_group == 0) {
+        // In bf16 pairs of keys: the probabilities rounded, V's rows 2m and 2m + 1 of a chunk interleaved
+        // (keys past the last repeat it; their probabilities are 0).
+        s.probs_bf16 = Func("probs_bf16");
+        s.probs_bf16(ii, jj, c, it, h, b) = cast(BFloat(16), s.probs(ii, jj, c, it, h, b));
+        Var pair("pair"), key_pair("key_pair"), g("g");
+        s.value_pairs = Func("value_pairs");
+        s.value_pairs(pair, d, key_pair, c, g, b) = p.v_stored(d, key_in_range(c * chunk + 2 * key_pair + pair), g, b);
+        s.chunk_acc(d, ii, c, it, h, b) += cast<float>(s.probs_bf16(ii, value_key, c, it, h, b)) *
+                                           cast<float>(s.value_pairs(value_key % 2, d, value_key / 2, c, kv_head, b));
+    } else {
+        s.chunk_acc(d, ii, c, it, h, b) +=
+            s.probs(ii, value_key, c, it, h, b) * s.value(d, key_in_range(chunk_start + value_key), kv_head, b);
+    }
 
     s.has_value_term = scheme.has_value_term();
     if (s.has_value_term) {

@@ -71,6 +71,13 @@ struct Blocking {
     // (0: one head per tile). The stages' head index h is then the head block; the pipeline sets it only on
     // the grouped-query copy, which runs where it divides the group (AttentionPipeline::kv_heads_shared).
     int head_block = 0;
+    // One-row tiles in head blocks (grouped-query decode) with bf16 K and V and a fixed head_dim that is a
+    // multiple of 32: q.k and P.V
+    // as sums over pairs of bf16 products (a target's bf16 dot-product instruction, avx512_bf16's
+    // vdpbf16ps). The query row (scaled, transformed) and the probabilities are rounded to bf16 for it,
+    // transformed keys are stored as bf16, and P.V reads V in pairs of keys (value_pairs). The pipeline
+    // keeps it only for such variants (define_attention_pipeline); not with a rotation in q.k.
+    bool bf16_dot_products = false;
     // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
     // bytes (0: no cap), so that query heads taking turns on a chunk find it in cache.
     int chunk_kv_bytes_max = 0;
@@ -100,8 +107,12 @@ struct AttentionStages {
     // Stage indices: (ii, it) a row of a tile and the tile, h the query head; with a head block
     // (Blocking::head_block) ii is a head of the block, it the query row and h the block. The output is
     // indexed by query row and head either way.
-    Halide::Func output;                      // (d, i, h, b)
-    Halide::Func query_tile;                  // (d, ii, it, h, b): transformed, scaled query rows
+    Halide::Func output;      // (d, i, h, b)
+    Halide::Func query_tile;  // (d, ii, it, h, b): transformed, scaled query rows
+    // bf16 dot products (Blocking::bf16_dot_products): the query q.k takes, rounded to bf16, per chunk
+    // (d, ii, c, it, h, b); probabilities rounded to bf16 (ii, jj, c, it, h, b); V of a chunk in pairs of
+    // keys, (pair, d, key_pair, c, g, b) = V[c * key_chunk + 2 key_pair + pair][d] (undefined otherwise).
+    Halide::Func query_bf16, probs_bf16, value_pairs;
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
     Halide::Func query_partner;               // (d, ii, it, h, b): see key_rotation_in_product
     Halide::Func chunk_query;                 // (d, ii, c, it, h, b): the query q.k takes (Blocking::fold_edge_rows)
@@ -140,6 +151,7 @@ struct AttentionStages {
     bool key_rotation_in_product = false;          // q.k applies the keys' rotation to the query (Blocking)
     bool table_term_by_band = false;               // scores has the band update
     bool folds_edge_rows = false;                  // one-row tiles by band (Blocking::fold_edge_rows)
+    bool bf16_dot_products = false;                // q.k (and P.V where value_pairs is defined) in bf16 pairs
     Halide::Type key_storage = Halide::Float(32);  // the K input's element type (set by the pipeline)
     HeadSharing head_sharing = HeadSharing::Any;   // the head layouts this variant serves (set by the pipeline)
 };

@@ -18,12 +18,14 @@ std::vector<InputSpec> attention_core_inputs() {
 
 namespace {
 
-// An input as a float Func (bf16 storage is widened on load); in fast paths the channel index is
-// clamped to the runtime head_dim.
-Func channel_clamped(const ImageParam &param, const Expr &runtime_head_dim, bool clamp, const std::string &name) {
+// An input as a float Func (bf16 storage is widened on load), or in its storage type; in fast paths the
+// channel index is clamped to the runtime head_dim.
+Func channel_clamped(const ImageParam &param, const Expr &runtime_head_dim, bool clamp, const std::string &name,
+                     bool as_float = true) {
     Var d("d"), x("x"), y("y"), z("z");
     Func f(name);
-    f(d, x, y, z) = cast<float>(param(clamp ? min(d, runtime_head_dim - 1) : Expr(d), x, y, z));
+    Expr value = param(clamp ? min(d, runtime_head_dim - 1) : Expr(d), x, y, z);
+    f(d, x, y, z) = as_float ? cast<float>(value) : value;
     return f;
 }
 
@@ -61,6 +63,7 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         p.q = channel_clamped(in.q, pipeline.head_dim, clamp, "q_in");
         p.k = channel_clamped(in.k, pipeline.head_dim, clamp, "k_in");
         p.v = channel_clamped(in.v, pipeline.head_dim, clamp, "v_in");
+        p.v_stored = channel_clamped(in.v, pipeline.head_dim, clamp, "v_stored", /*as_float=*/false);
         p.inputs = &in.scheme_inputs;
         p.single_row_tiles = blocking.query_tile == 1;
         std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
@@ -71,6 +74,12 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         if (sharing != HeadSharing::SharedKvHeads) variant_blocking.head_block = 0;
         variant_blocking.key_rotation_in_product &=
             fixed > 0 && in.k.type() == Float(32) && sharing != HeadSharing::SharedKvHeads;
+        // bf16 dot products where a head block shares each load of K and V (compute bound): for multi-head
+        // decode, bound by memory, P.V in key pairs took 1.07-1.10x the time and q.k 0.97-1.00x (AOT, same
+        // process, (1,32,1,4096,128) bf16). bf16 pairs fill a vector of 16 float lanes per 32 channels.
+        variant_blocking.bf16_dot_products &= fixed > 0 && fixed % 32 == 0 && p.single_row_tiles &&
+                                              variant_blocking.head_block > 1 && in.k.type() == BFloat(16) &&
+                                              in.v.type() == BFloat(16);
         const int key_value_bytes = fixed * (in.k.type().bytes() + in.v.type().bytes());
         while (fixed > 0 && variant_blocking.chunk_kv_bytes_max > 0 && variant_blocking.key_chunk > 64 &&
                variant_blocking.key_chunk * key_value_bytes > variant_blocking.chunk_kv_bytes_max) {

@@ -78,7 +78,8 @@ HelperStage dot_per_score_stage(const std::string &name, const ChannelTerm &term
 struct AttentionProblem {
     // head_dim is a constant in a fast-path variant (D = 64, 128), else the runtime extent.
     Halide::Expr head_dim, runtime_head_dim, q_len, k_len, heads, kv_heads, batch;
-    Halide::Func q, k, v;  // raw inputs, (d, i|j, h|g, b)
+    Halide::Func q, k, v;   // raw inputs, (d, i|j, h|g, b), as float
+    Halide::Func v_stored;  // v in its storage type (bf16 dot products read it unwidened)
     const BoundInputs *inputs = nullptr;
     // Tiles hold a single query row (decode): a per-key term is cheaper evaluated at each score
     // than tabulated over all positions.

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git
   libhalide14-0-dev llvm-14-dev            # Halide 14 + the LLVM config its CMake package needs
+  llvm-14                                  # llc-14: bf16 dot-product kernels (cmake/AttngenOptions.cmake)
   catch2 libbenchmark-dev nlohmann-json3-dev
   libopenblas-dev libdnnl-dev               # unfused baselines in bench/
   pocl-opencl-icd ocl-icd-opencl-dev        # OpenCL on the CPU: GPU schedules run in tests

@@ -1,9 +1,11 @@
 // bfloat16 kernels: q, k, v and out in bf16, fp32 accumulation and softmax. The reference runs in
-// double on the bf16-rounded inputs, so the only error is fp32 arithmetic and the output's bf16
-// rounding (relative 2^-9): checked at atol = rtol = 1e-2.
+// double on the bf16-rounded inputs, so the error is fp32 arithmetic and the output's bf16 rounding
+// (relative 2^-9), and on avx512_bf16 dot products the bf16 rounding of the scaled query and of the
+// probabilities (relative 2^-9 each): checked at atol = rtol = 1e-2.
 #include "test_support.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -107,6 +109,59 @@ TEST_CASE("bf16: decode with query heads in blocks of a KV group", "[bf16][decod
                 c.kv_lengths = {1100, 613};
                 if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, 850 + int(scheme));
                 check_bf16(c);
+            }
+        }
+    }
+}
+
+namespace {
+
+// Whether bf16 decode with D = 64 or 128 should run a dot-product kernel here: the build has them, the
+// CPU has avx512_bf16 (and AVX-512) and is AMD's or ATTNGEN_BF16_DOT=1 asks for them, and neither
+// ATTNGEN_BF16_DOT=0 nor a capped CPU variant without AVX-512 rules them out.
+bool bf16_dot_kernels_expected() {
+#if ATTNGEN_TEST_BF16_DOT && (defined(__x86_64__) || defined(__i386__))
+    const char *enabled = std::getenv("ATTNGEN_BF16_DOT");
+    const std::string choice = enabled ? enabled : "";
+    if (choice == "0") return false;
+    const char *cap = std::getenv("ATTNGEN_CPU_VARIANT");
+    if (cap && *cap && std::string(cap).find("avx512") == std::string::npos) return false;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16") &&
+           (choice == "1" || __builtin_cpu_is("amd"));
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU has them", "[bf16][decode][gqa]") {
+    // Every scheme, both fixed head dims, several key chunks, lengths that end inside a pair of keys and
+    // inside a chunk, and a single key. Where the CPU has avx512_bf16 the dot-product kernel serves them
+    // (ctest runs this file again with ATTNGEN_BF16_DOT=0: the widening kernels), but for Transformer-XL,
+    // whose decode runs split-K, without the head blocks the dot products need (its tuned schedule).
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    const bool dot_expected = bf16_dot_kernels_expected();
+    for (const attngen_scheme scheme : schemes) {
+        for (const int head_dim : {64, 128}) {
+            for (const int k_len : {1, 3, 1100}) {
+                AttnCase c = make_case(2, 8, 2, 1, k_len, head_dim, 900 + int(scheme) * 11 + head_dim + k_len);
+                c.mask = ATTNGEN_MASK_CAUSAL;
+                if (k_len > 3) c.kv_lengths = {k_len, 613};
+                if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, 910 + int(scheme));
+                round_inputs(c);
+                std::vector<float> out;
+                RunInfo info{};
+                const Status status = run_bf16(c, out, &info);
+                INFO(c.describe() << " kernel " << info.kernel << " status " << status.message);
+                REQUIRE(status.ok());
+                const std::string kernel = info.kernel;
+                const bool dot_kernel = kernel.size() > 4 && kernel.compare(kernel.size() - 4, 4, "_dot") == 0;
+                CHECK(dot_kernel == (dot_expected && scheme != ATTNGEN_SCHEME_TXL));
+                if (dot_kernel) CHECK(std::string(info.cpu_target).find("avx512_sapphirerapids") != std::string::npos);
+                CHECK_CLOSE(out, reference_output(c), kBf16Tol, kBf16Tol);
             }
         }
     }

@@ -284,7 +284,9 @@ void fill_info(attngen_run_info *info, const KernelEntry &kernel) {
     std::snprintf(info->kernel, sizeof info->kernel, "%s", kernel.name);
     std::snprintf(info->device, sizeof info->device, "%s", kernel.device);
     std::snprintf(info->cpu_target, sizeof info->cpu_target, "%s",
-                  std::string(kernel.device) == "cpu" ? dispatched_cpu_target().c_str() : "");
+                  std::string(kernel.device) != "cpu" ? ""
+                  : is_bf16_dot_kernel(kernel)        ? kernel.cpu_targets
+                                                      : dispatched_cpu_target().c_str());
 }
 
 // Shared tail of the built-in and custom entry points: trivial shapes, kernel choice, call.

@@ -113,6 +113,9 @@ std::string resolve_device(attngen_device device, const std::string &scheme, con
                            const std::string &shape, const std::string &dtype = "f32");
 // The Halide CPU target the multi-target dispatcher picks on this machine.
 std::string dispatched_cpu_target();
+// A kernel built for avx512_bf16 dot products: one CPU target (avx512_sapphirerapids, compiled without
+// AVX512-FP16, see cmake/AttngenKernels.cmake), preferred by find_attention_kernel where the CPU has them.
+bool is_bf16_dot_kernel(const KernelEntry &kernel);
 
 // Positional functions (positional.cpp), used by the attention front-end.
 std::vector<double> alibi_slopes(int heads);
