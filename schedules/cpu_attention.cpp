@@ -473,57 +473,46 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
                      fixed_head_dim);
 }
 
-// q.k in bf16 pairs (Blocking::bf16_dot_products): lanes of 2 * vw channels, each lane a pair (the atomic,
-// vectorized pair inside the lanes is the pattern Halide 14 lowers to vdpbf16ps), summed across lanes once
-// per key. A head block's heads share each load of K, and their 4 horizontal sums form one reduction tree
-// (qk stored head-innermost): AOT, same process, (1,32,1,4096,128) bf16 with 8 KV heads, 0.93-0.98x the
-// time of one horizontal sum per head.
+// q.k in bf16 pairs (Blocking::bf16_dot_products, which comes with head blocks): lanes of 2 * vw channels,
+// each lane a pair (the atomic, vectorized pair inside the lanes is the pattern Halide 14 lowers to
+// vdpbf16ps), summed across lanes once per key. The block's heads share each load of K, and their 4
+// horizontal sums form one reduction tree (qk stored head-innermost): AOT, same process, (1,32,1,4096,128)
+// bf16 with 8 KV heads, 0.93-0.98x the time of one horizontal sum per head.
 void schedule_bf16_dot_qk(AttentionStages &s, const LoopLevel &per_chunk, int vw) {
     s.query_bf16.compute_at(per_chunk).vectorize(s.d, vw, TailStrategy::GuardWithIf);
     RVar outer("outer"), lanes("lanes"), lane("lane"), pair("pair");
     Var lane_v("lane_v");
     Func partial = s.qk.update().split(s.rd, outer, lanes, 2 * vw).split(lanes, lane, pair, 2).rfactor(lane, lane_v);
-    partial.compute_at(s.qk, s.jj).vectorize(lane_v);
-    partial.update().reorder(pair, lane_v, outer).atomic().vectorize(pair).vectorize(lane_v);
-    s.qk.update().atomic().vectorize(lane);
-    if (s.blocking.head_block > 1) {
-        partial.reorder_storage(lane_v, s.ii).unroll(s.ii);
-        partial.update().reorder(pair, lane_v, s.ii, outer).unroll(s.ii).unroll(outer);
-        s.qk.reorder_storage(s.ii, s.jj);
-        s.qk.update().reorder(lane, s.ii, s.jj).vectorize(s.ii);
-    }
+    partial.compute_at(s.qk, s.jj).vectorize(lane_v).reorder_storage(lane_v, s.ii).unroll(s.ii);
+    partial.update()
+        .reorder(pair, lane_v, s.ii, outer)
+        .atomic()
+        .vectorize(pair)
+        .vectorize(lane_v)
+        .unroll(s.ii)
+        .unroll(outer);
+    s.qk.reorder_storage(s.ii, s.jj);
+    s.qk.update().reorder(lane, s.ii, s.jj).atomic().vectorize(lane).vectorize(s.ii);
 }
 
 // P.V in bf16 pairs of keys: each lane of d sums the products of two keys per step (value_pairs holds a
 // key pair's V rows interleaved, built per pair from two contiguous loads; the pair's probabilities are
-// one 32-bit broadcast). A head block keeps its heads x (a part of d) accumulators in registers.
+// one 32-bit broadcast). The head block keeps its heads x (a part of d) accumulators in registers.
 void schedule_bf16_dot_pv(AttentionStages &s, const LoopLevel &per_chunk, int vw, int head_dim) {
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    s.probs_bf16.compute_at(per_chunk);
-    if (s.blocking.head_block > 1) s.probs_bf16.reorder_storage(s.jj, s.ii).reorder(s.jj, s.ii);
-    s.probs_bf16.vectorize(s.jj, vw, guard);
+    s.probs_bf16.compute_at(per_chunk).reorder_storage(s.jj, s.ii).reorder(s.jj, s.ii).vectorize(s.jj, vw, guard);
     Var d_part("d_part"), d_block("d_block"), d_lane("d_lane");
     RVar key_pair("key_pair"), pair("pair");
-    Stage pv = s.chunk_acc.update(0);
-    if (s.blocking.head_block > 1) {
-        pv.split(s.d, d_part, d_block, pv_part_vectors(head_dim / vw) * vw)
-            .split(d_block, d_block, d_lane, vw)
-            .split(s.rv, key_pair, pair, 2)
-            .reorder(pair, d_lane, s.ii, d_block, key_pair, d_part)
-            .atomic()
-            .vectorize(pair)
-            .vectorize(d_lane)
-            .unroll(s.ii)
-            .unroll(d_block);
-    } else {
-        pv.split(s.d, d_block, d_lane, vw)
-            .split(s.rv, key_pair, pair, 2)
-            .reorder(pair, d_lane, d_block, s.ii, key_pair)
-            .atomic()
-            .vectorize(pair)
-            .vectorize(d_lane)
-            .unroll(d_block);
-    }
+    s.chunk_acc.update(0)
+        .split(s.d, d_part, d_block, pv_part_vectors(head_dim / vw) * vw)
+        .split(d_block, d_block, d_lane, vw)
+        .split(s.rv, key_pair, pair, 2)
+        .reorder(pair, d_lane, s.ii, d_block, key_pair, d_part)
+        .atomic()
+        .vectorize(pair)
+        .vectorize(d_lane)
+        .unroll(s.ii)
+        .unroll(d_block);
     const std::vector<Var> args = s.value_pairs.args();  // (pair, d, key_pair, c, g, b)
     s.value_pairs.compute_at(s.chunk_acc, key_pair).bound(args[0], 0, 2).unroll(args[0]).vectorize(args[1], vw, guard);
 }
