@@ -132,6 +132,19 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr last = clamp((end - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
         return unsafe_promise_clamped(keys, first, last);
     };
+    // The same over pairs of keys: `pairs` is (pair, key pair); a key pair is visited when either of its
+    // keys is visible (the other, within the same visible group, has probability 0). Returns the key pair.
+    auto visible_key_pairs = [&](RDom &pairs, Expr begin, Expr end) -> Expr {
+        Expr tile_begin = s.key_begin(it, b), tile_end = s.key_end(it, b);
+        Expr first_key = chunk_start + 2 * pairs.y;
+        pairs.where(first_key + 1 >= begin && first_key < end);
+        begin = max(begin, tile_begin);
+        end = min(end, tile_end);
+        const int group = kVisibleKeyGroup;
+        Expr first = clamp(begin - chunk_start, 0, chunk - 1) / group * group;
+        Expr last = clamp((end - chunk_start + group - 1) / group * group, first + group, chunk) - 1;
+        return unsafe_promise_clamped(pairs.y, first / 2, last / 2);
+    };
 
     // Distances j - p_i between the tile's rows and the keys it sees in this chunk lie in
     // [nearest, farthest].
@@ -200,13 +213,22 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         query_channel =
             transposed_rotation(key_rotation, query_channel, s.query_partner(s.rd, ii, it, h, b), s.rd, clamped_key, b);
     }
-    if (s.bf16_dot_products) {
+    // Prefill's bf16 dot products: rows of a tile side by side, each a pair of channels.
+    const bool dot_products_in_row_pairs = s.bf16_dot_products && !p.single_row_tiles;
+    if (dot_products_in_row_pairs) {
+        Var pair("pair"), d_pair("d_pair");
+        s.query_pairs = Func("query_pairs");
+        s.query_pairs(pair, ii, d_pair, it, h, b) = cast(BFloat(16), s.query_tile(2 * d_pair + pair, ii, it, h, b));
+        s.rd = RDom(0, 2, 0, p.head_dim / 2, "rd");
+        query_channel = cast<float>(s.query_pairs(s.rd.x, ii, s.rd.y, it, h, b));
+    } else if (s.bf16_dot_products) {
         s.query_bf16 = Func("query_bf16");
         s.query_bf16(d, ii, c, it, h, b) =
             cast(BFloat(16), s.folds_edge_rows ? s.chunk_query(d, ii, c, it, h, b) : s.query_tile(d, ii, it, h, b));
         query_channel = cast<float>(s.query_bf16(s.rd, ii, c, it, h, b));
     }
-    s.qk(ii, jj, c, it, h, b) += query_channel * cast<float>(s.key(s.rd, clamped_key, kv_head, b));
+    Expr channel = dot_products_in_row_pairs ? 2 * s.rd.y + s.rd.x : Expr(s.rd);
+    s.qk(ii, jj, c, it, h, b) += query_channel * cast<float>(s.key(channel, clamped_key, kv_head, b));
 
     Expr score = s.qk(ii, jj, c, it, h, b);
     Expr term = scheme.score_term(p, clamped_row, clamped_key, head, b);
@@ -313,8 +335,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // P.V over the keys of the chunk that each group of `value_row_group` rows (the schedule's P.V
     // register block) can see: on a diagonal chunk the block skips the masked triangle at that
     // granularity rather than the tile's (the scores and probabilities there are computed per tile).
-    s.rv = RDom(0, chunk, "value_keys");
-    Expr value_key;
+    s.rv = dot_products_in_row_pairs ? RDom(0, 2, 0, chunk / 2, "value_keys") : RDom(0, chunk, "value_keys");
+    Expr value_begin, value_end;  // undefined: the tile's key range
     if (blocking.value_row_group > 0) {
         const int rows = blocking.value_row_group;
         Var group("group");
@@ -324,20 +346,40 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         s.group_key_begin(group, it, b) = keys_seen_begin(group_first_row);
         s.group_key_end = Func("group_key_end");
         s.group_key_end(group, it, b) = keys_seen_end(group_last_row);
-        value_key = visible_keys(s.rv, Expr(), s.group_key_begin(ii / rows, it, b), s.group_key_end(ii / rows, it, b));
+        value_begin = s.group_key_begin(ii / rows, it, b);
+        value_end = s.group_key_end(ii / rows, it, b);
+    }
+    Expr value_key;  // the key, or with dot_products_in_row_pairs the key pair
+    if (dot_products_in_row_pairs) {
+        if (chunk % 2 != 0 || !blocking.trim_chunk_keys)
+            throw std::invalid_argument("attngen: bf16 dot products in prefill need even, trimmed key chunks");
+        value_key = visible_key_pairs(s.rv, value_begin.defined() ? value_begin : s.key_begin(it, b),
+                                      value_end.defined() ? value_end : s.key_end(it, b));
     } else {
-        value_key = visible_keys(s.rv, Expr());
+        value_key = visible_keys(s.rv, Expr(), value_begin, value_end);
     }
     s.chunk_acc = Func("chunk_acc");
     s.chunk_acc(d, ii, c, it, h, b) = 0.f;
-    if (s.bf16_dot_products && !blocking.trim_chunk_keys && chunk % 2 == 0 && blocking.value_row_group == 0) {
+    Var pair("pair"), key_pair("key_pair"), g("g");
+    auto define_value_pairs = [&] {
+        s.value_pairs = Func("value_pairs");
+        s.value_pairs(pair, d, key_pair, c, g, b) = p.v_stored(d, key_in_range(c * chunk + 2 * key_pair + pair), g, b);
+    };
+    if (dot_products_in_row_pairs) {
+        // Key pairs: the probabilities rounded, with a row's pair side by side; V's rows 2m and 2m + 1 of a
+        // chunk interleaved (keys past the last repeat it).
+        s.probs_pairs = Func("probs_pairs");
+        s.probs_pairs(pair, ii, key_pair, c, it, h, b) =
+            cast(BFloat(16), s.probs(ii, 2 * key_pair + pair, c, it, h, b));
+        define_value_pairs();
+        s.chunk_acc(d, ii, c, it, h, b) += cast<float>(s.probs_pairs(s.rv.x, ii, value_key, c, it, h, b)) *
+                                           cast<float>(s.value_pairs(s.rv.x, d, value_key, c, kv_head, b));
+    } else if (s.bf16_dot_products && !blocking.trim_chunk_keys && chunk % 2 == 0 && blocking.value_row_group == 0) {
         // In bf16 pairs of keys: the probabilities rounded, V's rows 2m and 2m + 1 of a chunk interleaved
         // (keys past the last repeat it; their probabilities are 0).
         s.probs_bf16 = Func("probs_bf16");
         s.probs_bf16(ii, jj, c, it, h, b) = cast(BFloat(16), s.probs(ii, jj, c, it, h, b));
-        Var pair("pair"), key_pair("key_pair"), g("g");
-        s.value_pairs = Func("value_pairs");
-        s.value_pairs(pair, d, key_pair, c, g, b) = p.v_stored(d, key_in_range(c * chunk + 2 * key_pair + pair), g, b);
+        define_value_pairs();
         s.chunk_acc(d, ii, c, it, h, b) += cast<float>(s.probs_bf16(ii, value_key, c, it, h, b)) *
                                            cast<float>(s.value_pairs(value_key % 2, d, value_key / 2, c, kv_head, b));
     } else {

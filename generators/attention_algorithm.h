@@ -71,11 +71,11 @@ struct Blocking {
     // (0: one head per tile). The stages' head index h is then the head block; the pipeline sets it only on
     // the grouped-query copy, which runs where it divides the group (AttentionPipeline::kv_heads_shared).
     int head_block = 0;
-    // One-row tiles in head blocks (grouped-query decode) with bf16 K and V and a fixed head_dim that is a
-    // multiple of 32: q.k and P.V
-    // as sums over pairs of bf16 products (a target's bf16 dot-product instruction, avx512_bf16's
-    // vdpbf16ps). The query row (scaled, transformed) and the probabilities are rounded to bf16 for it,
-    // transformed keys are stored as bf16, and P.V reads V in pairs of keys (value_pairs). The pipeline
+    // bf16 K and V with a fixed head_dim that is a multiple of 32, in prefill or in head blocks (grouped-query
+    // decode): q.k and P.V as sums over pairs of bf16 products (a target's bf16 dot-product instruction,
+    // avx512_bf16's vdpbf16ps). The query rows (scaled, transformed) and the probabilities are rounded to
+    // bf16 for it, transformed keys are stored as bf16, and P.V reads V in pairs of keys (value_pairs);
+    // prefill also keeps its query rows and probabilities in pairs (query_pairs, probs_pairs). The pipeline
     // keeps it only for such variants (define_attention_pipeline); not with a rotation in q.k.
     bool bf16_dot_products = false;
     // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
@@ -113,6 +113,11 @@ struct AttentionStages {
     // (d, ii, c, it, h, b); probabilities rounded to bf16 (ii, jj, c, it, h, b); V of a chunk in pairs of
     // keys, (pair, d, key_pair, c, g, b) = V[c * key_chunk + 2 key_pair + pair][d] (undefined otherwise).
     Halide::Func query_bf16, probs_bf16, value_pairs;
+    // Prefill's bf16 dot products keep a pair's two values side by side with rows next: query rows in pairs of
+    // channels, (pair, ii, d_pair, it, h, b) = query_tile[2 d_pair + pair][ii], and probabilities in pairs of
+    // keys, (pair, ii, key_pair, c, it, h, b) = probs[ii][2 key_pair + pair]; rd and rv are then 2-D, (pair,
+    // channel pair) and (pair, key pair).
+    Halide::Func query_pairs, probs_pairs;
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
     Halide::Func query_partner;               // (d, ii, it, h, b): see key_rotation_in_product
     Halide::Func chunk_query;                 // (d, ii, c, it, h, b): the query q.k takes (Blocking::fold_edge_rows)

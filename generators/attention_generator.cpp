@@ -96,12 +96,11 @@ public:
         Blocking blocking = get_target().has_gpu_feature()
                                 ? cpu_params().blocking
                                 : cpu_algorithm_blocking(cpu_params(), parse_shape_class(shape_class));
-        // bf16 decode on avx512_bf16's dot products where the target has them (Halide 14 enables them with
+        // bf16 on avx512_bf16's dot products where the target has them (Halide 14 enables them with
         // avx512_sapphirerapids; the build compiles such kernels without AVX512-FP16, see
-        // cmake/AttngenKernels.cmake). Prefill keeps widening: its register blocks have no pair layout yet.
-        blocking.bf16_dot_products = !get_target().has_gpu_feature() &&
-                                     get_target().has_feature(Target::AVX512_SapphireRapids) &&
-                                     parse_shape_class(shape_class) == ShapeClass::Decode;
+        // cmake/AttngenKernels.cmake).
+        blocking.bf16_dot_products =
+            !get_target().has_gpu_feature() && get_target().has_feature(Target::AVX512_SapphireRapids);
         const HeadSharingSplit split =
             auto_schedule ? nullptr : head_sharing_split(get_target(), parse_shape_class(shape_class), cpu_params());
         pipeline_ = define_attention_pipeline(bindings, scheme, parse_scheme_options(scheme_options), blocking,

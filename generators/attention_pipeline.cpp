@@ -74,12 +74,13 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         if (sharing != HeadSharing::SharedKvHeads) variant_blocking.head_block = 0;
         variant_blocking.key_rotation_in_product &=
             fixed > 0 && in.k.type() == Float(32) && sharing != HeadSharing::SharedKvHeads;
-        // bf16 dot products where a head block shares each load of K and V (compute bound): for multi-head
-        // decode, bound by memory, P.V in key pairs took 1.07-1.10x the time and q.k 0.97-1.00x (AOT, same
-        // process, (1,32,1,4096,128) bf16). bf16 pairs fill a vector of 16 float lanes per 32 channels.
-        variant_blocking.bf16_dot_products &= fixed > 0 && fixed % 32 == 0 && p.single_row_tiles &&
-                                              variant_blocking.head_block > 1 && in.k.type() == BFloat(16) &&
-                                              in.v.type() == BFloat(16);
+        // bf16 dot products in prefill and where a head block shares each load of K and V in decode (compute
+        // bound): for multi-head decode, bound by memory, P.V in key pairs took 1.07-1.10x the time and q.k
+        // 0.97-1.00x (AOT, same process, (1,32,1,4096,128) bf16). bf16 pairs fill a vector of 16 float lanes
+        // per 32 channels.
+        variant_blocking.bf16_dot_products &= fixed > 0 && fixed % 32 == 0 &&
+                                              (!p.single_row_tiles || variant_blocking.head_block > 1) &&
+                                              in.k.type() == BFloat(16) && in.v.type() == BFloat(16);
         const int key_value_bytes = fixed * (in.k.type().bytes() + in.v.type().bytes());
         while (fixed > 0 && variant_blocking.chunk_kv_bytes_max > 0 && variant_blocking.key_chunk > 64 &&
                variant_blocking.key_chunk * key_value_bytes > variant_blocking.chunk_kv_bytes_max) {

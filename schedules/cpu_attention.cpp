@@ -133,6 +133,8 @@ namespace {
 void chunk_temporaries_on_stack(AttentionStages &s, bool fixed_head_dim) {
     for (Func f : {s.qk, s.scores, s.chunk_max, s.probs, s.chunk_sum})
         f.store_in(MemoryType::Stack);
+    for (Func f : {s.query_pairs, s.probs_pairs})
+        if (f.defined()) f.store_in(MemoryType::Stack);
     if (fixed_head_dim) s.chunk_acc.store_in(MemoryType::Stack);
 }
 
@@ -332,6 +334,59 @@ void schedule_value_term_updates(AttentionStages &s, int vw) {
     }
 }
 
+// Prefill's q.k in bf16 pairs (Blocking::bf16_dot_products): the QK register block of row vectors x keys
+// with each lane a pair of channels (the atomic, vectorized pair inside the row lanes is the pattern Halide
+// 14 lowers to vdpbf16ps); the tile's query rows are packed in pairs per task, so a key's pair of channels is
+// one 32-bit broadcast.
+void schedule_bf16_dot_prefill_qk(AttentionStages &s, const LoopLevel &per_tile, int vw) {
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    const std::vector<Var> args = s.query_pairs.args();  // (pair, ii, d_pair, it, h, b)
+    s.query_pairs.compute_at(per_tile)
+        .bound(args[0], 0, 2)
+        .reorder(args[0], args[1], args[2])
+        .vectorize(args[0])
+        .vectorize(args[1], vw, guard);
+    Var row_vec("row_vec"), lanes("lanes");
+    s.qk.split(s.ii, row_vec, lanes, vw).vectorize(lanes).unroll(row_vec).unroll(s.jj);
+    s.qk.update()
+        .split(s.ii, row_vec, lanes, vw)
+        .reorder(s.rd.x, lanes, row_vec, s.jj, s.rd.y)
+        .atomic()
+        .vectorize(s.rd.x)
+        .vectorize(lanes)
+        .unroll(row_vec)
+        .unroll(s.jj);
+}
+
+// Prefill's P.V in bf16 pairs of keys: the P.V register block (rows x a part of d) with each lane of d a pair
+// of keys; a chunk's V is interleaved in key pairs (value_pairs) and its probabilities are packed in pairs
+// (probs_pairs) once per chunk, so a row's pair of probabilities is one 32-bit broadcast.
+void schedule_bf16_dot_prefill_pv(AttentionStages &s, const LoopLevel &per_chunk, int vw, int part_width) {
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    const std::vector<Var> prob_args = s.probs_pairs.args();  // (pair, ii, key_pair, c, it, h, b)
+    // Pairs unrolled: two contiguous loads whose strided stores Halide merges into one interleaving store
+    // (vectorized along the pair, V's clamped key index made every load a gather: 30 % of a 2048^2 call).
+    s.probs_pairs.compute_at(per_chunk)
+        .bound(prob_args[0], 0, 2)
+        .unroll(prob_args[0])
+        .vectorize(prob_args[1], vw, guard);
+    const std::vector<Var> value_args = s.value_pairs.args();  // (pair, d, key_pair, c, g, b)
+    s.value_pairs.compute_at(per_chunk)
+        .bound(value_args[0], 0, 2)
+        .unroll(value_args[0])
+        .vectorize(value_args[1], vw, guard);
+    Var d_part("d_part"), d_block("d_block"), d_lane("d_lane");
+    s.chunk_acc.update(0)
+        .split(s.d, d_part, d_block, part_width)
+        .split(d_block, d_block, d_lane, vw)
+        .reorder(s.rv.x, d_lane, d_block, s.ii, s.rv.y, d_part)
+        .atomic()
+        .vectorize(s.rv.x)
+        .vectorize(d_lane)
+        .unroll(d_block)
+        .unroll(s.ii);
+}
+
 void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
                       bool fixed_head_dim) {
     const int vw = p.vector_width;
@@ -409,7 +464,14 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         }
     }
     s.qk.compute_at(s.scores, key_block);
-    if (row_vectors) {
+    const bool dot_products = s.query_pairs.defined() && row_vectors && pv_part_width > 0 && rows_in_blocks;
+    if (s.query_pairs.defined() && !dot_products)
+        throw std::invalid_argument(
+            "attngen: prefill's bf16 dot products need tiles of row vectors, a fixed "
+            "head_dim and P.V in row blocks");
+    if (dot_products) {
+        schedule_bf16_dot_prefill_qk(s, LoopLevel(output, loops.task), vw);
+    } else if (row_vectors) {
         s.qk.split(s.ii, row_vec, lanes, vw).vectorize(lanes).unroll(row_vec).unroll(s.jj);
         s.qk.update()
             .split(s.ii, row_vec, lanes, vw)
@@ -443,7 +505,9 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     // over the chunk's keys, one part after another.
     Var d_part("d_part"), d_block("d_block"), d_lane("d_lane");
     s.chunk_acc.compute_at(rows_in_blocks ? LoopLevel(s.chunk_state, row_block) : per_chunk).vectorize(s.d, vw, guard);
-    if (pv_part_width > 0 && rows_in_blocks) {
+    if (dot_products) {
+        schedule_bf16_dot_prefill_pv(s, per_chunk, vw, pv_part_width);
+    } else if (pv_part_width > 0 && rows_in_blocks) {
         s.chunk_acc.update(0)
             .split(s.d, d_part, d_block, pv_part_width)
             .split(d_block, d_block, d_lane, vw)

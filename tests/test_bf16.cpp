@@ -133,6 +133,21 @@ bool bf16_dot_kernels_expected() {
 #endif
 }
 
+// Runs c in bf16 against the double reference, checking that a *_dot kernel (built for Halide's
+// avx512_sapphirerapids target) serves it exactly when dot_kernel_expected.
+void check_bf16_run(const AttnCase &c, bool dot_kernel_expected) {
+    std::vector<float> out;
+    RunInfo info{};
+    const Status status = run_bf16(c, out, &info);
+    INFO(c.describe() << " kernel " << info.kernel << " status " << status.message);
+    REQUIRE(status.ok());
+    const std::string kernel = info.kernel;
+    const bool dot_kernel = kernel.size() > 4 && kernel.compare(kernel.size() - 4, 4, "_dot") == 0;
+    CHECK(dot_kernel == dot_kernel_expected);
+    if (dot_kernel) CHECK(std::string(info.cpu_target).find("avx512_sapphirerapids") != std::string::npos);
+    CHECK_CLOSE(out, reference_output(c), kBf16Tol, kBf16Tol);
+}
+
 }  // namespace
 
 TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU has them", "[bf16][decode][gqa]") {
@@ -152,16 +167,33 @@ TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU 
                 if (k_len > 3) c.kv_lengths = {k_len, 613};
                 if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, 910 + int(scheme));
                 round_inputs(c);
-                std::vector<float> out;
-                RunInfo info{};
-                const Status status = run_bf16(c, out, &info);
-                INFO(c.describe() << " kernel " << info.kernel << " status " << status.message);
-                REQUIRE(status.ok());
-                const std::string kernel = info.kernel;
-                const bool dot_kernel = kernel.size() > 4 && kernel.compare(kernel.size() - 4, 4, "_dot") == 0;
-                CHECK(dot_kernel == (dot_expected && scheme != ATTNGEN_SCHEME_TXL));
-                if (dot_kernel) CHECK(std::string(info.cpu_target).find("avx512_sapphirerapids") != std::string::npos);
-                CHECK_CLOSE(out, reference_output(c), kBf16Tol, kBf16Tol);
+                check_bf16_run(c, dot_expected && scheme != ATTNGEN_SCHEME_TXL);
+            }
+        }
+    }
+}
+
+TEST_CASE("bf16: prefill on avx512_bf16 dot products where the CPU has them", "[bf16][prefill]") {
+    // Every scheme, both fixed head dims, every mask; tiles and key chunks that end part-way (131 keys: a
+    // chunk of 128 and 3, an odd count), fewer queries than keys (bottom-right causal: the diagonal falls
+    // inside a pair of keys), padding that ends inside a pair, and a window that begins inside one. The
+    // dot-product kernel serves every scheme where the CPU has avx512_bf16 (ctest runs this file again
+    // with ATTNGEN_BF16_DOT=0: the widening kernels).
+    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+    const bool dot_expected = bf16_dot_kernels_expected();
+    for (const attngen_scheme scheme : schemes) {
+        for (const int head_dim : {64, 128}) {
+            for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL, ATTNGEN_MASK_SLIDING_WINDOW}) {
+                const int seed = 950 + int(scheme) * 13 + head_dim + int(mask);
+                AttnCase c = make_case(2, 4, 2, 70, 131, head_dim, seed);
+                c.mask = mask;
+                c.window = 37;
+                c.kv_lengths = {131, 99};
+                if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, seed + 1);
+                round_inputs(c);
+                check_bf16_run(c, dot_expected);
             }
         }
     }
