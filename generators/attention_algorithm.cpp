@@ -10,15 +10,22 @@ namespace {
 
 // e^x for the softmax's x = score - max <= 0, in ~16 vector operations (Halide's exp takes ~24,
 // and it runs once per score). x = r - m ln2 with |r| <= ln2/2 (one FMA: m <= 126, so the
-// rounding of ln2 adds < 3e-7 relative error), e^r by its degree-6 Taylor polynomial (< 2e-7),
-// 2^-m built in the exponent bits. x below -87 (masked scores) gives exactly 0.
-Expr exp_nonpositive(const Expr &x) {
+// rounding of ln2 adds < 3e-7 relative error), e^r by its Taylor polynomial of `degree` (6: < 2e-7;
+// 4: < 6e-5, 1/30 of bf16's relative rounding error, for probabilities rounded to bf16), 2^-m built in the
+// exponent bits. x below -87 (masked scores) gives exactly 0.
+Expr exp_nonpositive(const Expr &x, int degree = 6) {
     Expr clamped = max(x, -87.0f);
     Expr m = cast<int>(0.5f - clamped * 1.44269504f);  // round(-x / ln2), as x <= 0
     Expr r = clamped + cast<float>(m) * 0.693147181f;
-    Expr poly = 1.0f / 720.0f;
-    for (float coefficient : {1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
-        poly = poly * r + coefficient;
+    // Horner from the top: 1/n!, then 1/(n-1)!, ..., 1, 1.
+    float factorial = 1.0f;
+    for (int n = 2; n <= degree; n++)
+        factorial *= float(n);
+    Expr poly = 1.0f / factorial;
+    for (int n = degree; n >= 1; n--) {
+        factorial /= float(n);
+        poly = poly * r + 1.0f / factorial;
+    }
     Expr two_to_minus_m = reinterpret<float>((127 - m) << 23);
     return select(x < -87.0f, 0.0f, poly * two_to_minus_m);
 }
@@ -327,10 +334,24 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // A fully masked chunk keeps exp(masked - 0) == 0, so its sums are exactly zero.
     Expr pivot = select(chunk_max > kFullyMaskedBelow, chunk_max, 0.f);
     s.probs = Func("probs");
-    s.probs(ii, jj, c, it, h, b) = exp_nonpositive(s.scores(ii, jj, c, it, h, b) - pivot);
+    // Rounded to bf16 for the dot products, the probabilities need only a degree-4 exponential.
+    s.probs(ii, jj, c, it, h, b) =
+        exp_nonpositive(s.scores(ii, jj, c, it, h, b) - pivot, dot_products_in_row_pairs ? 4 : 6);
     s.chunk_sum = Func("chunk_sum");
     s.chunk_sum(ii, c, it, h, b) = 0.f;
-    s.chunk_sum(ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b);
+    Var pair("pair"), key_pair("key_pair"), g("g");
+    if (dot_products_in_row_pairs) {
+        // Key pairs: the probabilities rounded, with a row's pair side by side. The chunk's sum adds them as
+        // rounded (the weights P.V applies), so the probabilities need no fp32 copy.
+        s.probs_pairs = Func("probs_pairs");
+        s.probs_pairs(pair, ii, key_pair, c, it, h, b) =
+            cast(BFloat(16), s.probs(ii, 2 * key_pair + pair, c, it, h, b));
+        s.rs = RDom(0, 2, 0, chunk / 2, "sum_keys");
+        Expr sum_key_pair = visible_key_pairs(s.rs, s.key_begin(it, b), s.key_end(it, b));
+        s.chunk_sum(ii, c, it, h, b) += cast<float>(s.probs_pairs(s.rs.x, ii, sum_key_pair, c, it, h, b));
+    } else {
+        s.chunk_sum(ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b);
+    }
 
     // P.V over the keys of the chunk that each group of `value_row_group` rows (the schedule's P.V
     // register block) can see: on a diagonal chunk the block skips the masked triangle at that
@@ -360,17 +381,12 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     }
     s.chunk_acc = Func("chunk_acc");
     s.chunk_acc(d, ii, c, it, h, b) = 0.f;
-    Var pair("pair"), key_pair("key_pair"), g("g");
     auto define_value_pairs = [&] {
         s.value_pairs = Func("value_pairs");
         s.value_pairs(pair, d, key_pair, c, g, b) = p.v_stored(d, key_in_range(c * chunk + 2 * key_pair + pair), g, b);
     };
     if (dot_products_in_row_pairs) {
-        // Key pairs: the probabilities rounded, with a row's pair side by side; V's rows 2m and 2m + 1 of a
-        // chunk interleaved (keys past the last repeat it).
-        s.probs_pairs = Func("probs_pairs");
-        s.probs_pairs(pair, ii, key_pair, c, it, h, b) =
-            cast(BFloat(16), s.probs(ii, 2 * key_pair + pair, c, it, h, b));
+        // V's rows 2m and 2m + 1 of a chunk interleaved (keys past the last repeat it).
         define_value_pairs();
         s.chunk_acc(d, ii, c, it, h, b) += cast<float>(s.probs_pairs(s.rv.x, ii, value_key, c, it, h, b)) *
                                            cast<float>(s.value_pairs(s.rv.x, d, value_key, c, kv_head, b));

@@ -103,6 +103,7 @@ struct AttentionStages {
     Halide::RDom rd, rj, rc, rr;                               // over d, keys of a chunk, chunks, value-table rows
     Halide::RDom rk;                                           // keys of a chunk, for a table term's band
     Halide::RDom rv;                                           // keys of a chunk, for P.V (chunk_acc update 0)
+    Halide::RDom rs;  // (pair, key pair) of a chunk, for chunk_sum with prefill's bf16 dot products
 
     // Stage indices: (ii, it) a row of a tile and the tile, h the query head; with a head block
     // (Blocking::head_block) ii is a head of the block, it the query row and h the block. The output is
@@ -116,7 +117,7 @@ struct AttentionStages {
     // Prefill's bf16 dot products keep a pair's two values side by side with rows next: query rows in pairs of
     // channels, (pair, ii, d_pair, it, h, b) = query_tile[2 d_pair + pair][ii], and probabilities in pairs of
     // keys, (pair, ii, key_pair, c, it, h, b) = probs[ii][2 key_pair + pair]; rd and rv are then 2-D, (pair,
-    // channel pair) and (pair, key pair).
+    // channel pair) and (pair, key pair). chunk_sum then adds the rounded probabilities (over rs).
     Halide::Func query_pairs, probs_pairs;
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
     Halide::Func query_partner;               // (d, ii, it, h, b): see key_rotation_in_product

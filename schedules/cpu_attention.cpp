@@ -347,7 +347,6 @@ void schedule_bf16_dot_prefill_qk(AttentionStages &s, const LoopLevel &per_tile,
         .vectorize(args[0])
         .vectorize(args[1], vw, guard);
     Var row_vec("row_vec"), lanes("lanes");
-    s.qk.split(s.ii, row_vec, lanes, vw).vectorize(lanes).unroll(row_vec).unroll(s.jj);
     s.qk.update()
         .split(s.ii, row_vec, lanes, vw)
         .reorder(s.rd.x, lanes, row_vec, s.jj, s.rd.y)
@@ -370,6 +369,14 @@ void schedule_bf16_dot_prefill_pv(AttentionStages &s, const LoopLevel &per_chunk
         .bound(prob_args[0], 0, 2)
         .unroll(prob_args[0])
         .vectorize(prob_args[1], vw, guard);
+    Var row_vec("row_vec"), lanes("lanes");
+    s.chunk_sum.update()
+        .split(s.ii, row_vec, lanes, vw)
+        .reorder(s.rs.x, lanes, row_vec, s.rs.y)
+        .atomic()
+        .vectorize(s.rs.x)
+        .vectorize(lanes)
+        .unroll(row_vec);
     const std::vector<Var> value_args = s.value_pairs.args();  // (pair, d, key_pair, c, g, b)
     s.value_pairs.compute_at(per_chunk)
         .bound(value_args[0], 0, 2)
@@ -469,10 +476,15 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
         throw std::invalid_argument(
             "attngen: prefill's bf16 dot products need tiles of row vectors, a fixed "
             "head_dim and P.V in row blocks");
+    // The block's zeros, then its sums over d.
+    if (row_vectors) {
+        s.qk.split(s.ii, row_vec, lanes, vw).vectorize(lanes).unroll(row_vec).unroll(s.jj);
+    } else {
+        s.qk.vectorize(s.ii, vw, guard);
+    }
     if (dot_products) {
         schedule_bf16_dot_prefill_qk(s, LoopLevel(output, loops.task), vw);
     } else if (row_vectors) {
-        s.qk.split(s.ii, row_vec, lanes, vw).vectorize(lanes).unroll(row_vec).unroll(s.jj);
         s.qk.update()
             .split(s.ii, row_vec, lanes, vw)
             .reorder(lanes, row_vec, s.jj, s.rd)
@@ -480,16 +492,18 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
             .unroll(row_vec)
             .unroll(s.jj);
     } else {
-        s.qk.vectorize(s.ii, vw, guard);
         s.qk.update().reorder(s.ii, s.jj, s.rd).vectorize(s.ii, vw, guard);
     }
 
     // Softmax statistics of the chunk, vectorized over rows; keys outermost, so the trimmed key
     // range is tested once per key for all row vectors.
     s.chunk_max.compute_at(per_chunk).vectorize(s.ii, vw, guard);
-    s.probs.compute_at(per_chunk).vectorize(s.ii, vw, guard);
+    // With dot products the exponentials go straight into their bf16 pairs, which chunk_sum reads (but for
+    // a value-side term, which reads the probabilities again).
+    if (!dot_products || s.has_value_term) s.probs.compute_at(per_chunk).vectorize(s.ii, vw, guard);
     s.chunk_sum.compute_at(per_chunk).vectorize(s.ii, vw, guard);
     for (Func statistic : {s.chunk_max, s.chunk_sum}) {
+        if (dot_products && statistic.name() == s.chunk_sum.name()) continue;  // schedule_bf16_dot_prefill_pv
         if (row_vectors) {
             statistic.update()
                 .split(s.ii, row_vec, lanes, vw)

@@ -133,6 +133,10 @@ bool bf16_dot_kernels_expected() {
 #endif
 }
 
+const attngen_scheme kBuiltInSchemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                          ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                          ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+
 // Runs c in bf16 against the double reference, checking that a *_dot kernel (built for Halide's
 // avx512_sapphirerapids target) serves it exactly when dot_kernel_expected.
 void check_bf16_run(const AttnCase &c, bool dot_kernel_expected) {
@@ -155,11 +159,8 @@ TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU 
     // inside a chunk, and a single key. Where the CPU has avx512_bf16 the dot-product kernel serves them
     // (ctest runs this file again with ATTNGEN_BF16_DOT=0: the widening kernels), but for Transformer-XL,
     // whose decode runs split-K, without the head blocks the dot products need (its tuned schedule).
-    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
-                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
-                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
     const bool dot_expected = bf16_dot_kernels_expected();
-    for (const attngen_scheme scheme : schemes) {
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
         for (const int head_dim : {64, 128}) {
             for (const int k_len : {1, 3, 1100}) {
                 AttnCase c = make_case(2, 8, 2, 1, k_len, head_dim, 900 + int(scheme) * 11 + head_dim + k_len);
@@ -179,11 +180,8 @@ TEST_CASE("bf16: prefill on avx512_bf16 dot products where the CPU has them", "[
     // inside a pair of keys), padding that ends inside a pair, and a window that begins inside one. The
     // dot-product kernel serves every scheme where the CPU has avx512_bf16 (ctest runs this file again
     // with ATTNGEN_BF16_DOT=0: the widening kernels).
-    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
-                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
-                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
     const bool dot_expected = bf16_dot_kernels_expected();
-    for (const attngen_scheme scheme : schemes) {
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
         for (const int head_dim : {64, 128}) {
             for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL, ATTNGEN_MASK_SLIDING_WINDOW}) {
                 const int seed = 950 + int(scheme) * 13 + head_dim + int(mask);
