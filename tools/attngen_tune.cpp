@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -343,13 +344,27 @@ std::string now_utc() {
     return text;
 }
 
-std::string cpu_model() {
+// The machine a measurement ran on: /proc/cpuinfo's model name and family (a VM's model name may not tell
+// CPU generations apart: AMD family 25 is Zen 3/4, 26 is Zen 5), and the cores.
+json machine_json() {
     std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    std::string line, model = "unknown";
+    int family = -1;
+    bool have_model = false, have_family = false;
+    while ((!have_model || !have_family) && std::getline(in, line)) {
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos || colon + 2 > line.size()) continue;
+        if (!have_model && line.rfind("model name", 0) == 0) {
+            model = line.substr(colon + 2);
+            have_model = true;
+        } else if (!have_family && line.rfind("cpu family", 0) == 0) {
+            family = std::atoi(line.c_str() + colon + 2);
+            have_family = true;
+        }
     }
-    return "unknown";
+    json machine = {{"cpu", model}, {"cores", std::thread::hardware_concurrency()}};
+    if (family >= 0) machine["cpu_family"] = family;
+    return machine;
 }
 
 // The parameters of a tuned entry (the inverse of params_json).
@@ -550,6 +565,7 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             {"failures", failures},
             {"budget_seconds", opt.budget},
             {"seed", opt.seed},
+            {"machine", machine_json()},
             {"date", now_utc()}};
 }
 
@@ -677,7 +693,7 @@ int main(int argc, char **argv) {
         }
     }
     file["target"] = opt.target;
-    file["machine"] = {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}};
+    file["machine"] = machine_json();  // of the latest run; each entry keeps its own
     file["generated_by"] = "attngen-tune (tools/attngen_tune.cpp)";
     if (!file.contains("entries")) file["entries"] = json::array();
     int failures = 0;

@@ -20,15 +20,16 @@ def label(entry):
     return scheme
 
 
-# The benchmark shape closest to each tuning shape class (the benchmark suite has no 1024² prefill
-# and decodes with D = 128): the table shows attngen and the baselines side by side on it.
-BENCH_SHAPES = {"prefill": "1x8x2048x2048x64", "decode": "1x32x1x4096x128"}
+# The benchmark shape closest to each tuning shape class and head dim (the benchmark suite has no 1024²
+# prefill at D = 64 and decodes with D = 128 only): the table shows attngen and the baselines side by side on it.
+BENCH_SHAPES = {("prefill", 64): "1x8x2048x2048x64", ("prefill", 128): "1x16x1024x1024x128",
+                ("decode", 64): "1x32x1x4096x128", ("decode", 128): "1x32x1x4096x128"}
 IMPLS = ("attngen", "openblas", "onednn")
 
 
 def bench_baselines(path):
     """Median GFLOP/s of attngen and the unfused baselines on BENCH_SHAPES, keyed by (scheme, shape class,
-    implementation); the best over the mask kinds."""
+    head dim, implementation); the best over the mask kinds."""
     if not path:
         return {}
     with open(path) as f:
@@ -41,15 +42,22 @@ def bench_baselines(path):
         if len(parts) < 4 or parts[0] not in IMPLS:
             continue
         impl, scheme, _mask, shape = parts[:4]
-        for shape_class, prefix in BENCH_SHAPES.items():
+        for (shape_class, head_dim), prefix in BENCH_SHAPES.items():
             if shape.startswith(prefix):
-                key = (scheme, shape_class, impl)
+                key = (scheme, shape_class, head_dim, impl)
                 found[key] = max(found.get(key, 0.0), b["GFLOP/s"])
     return found
 
 
 def fmt(value):
     return "—" if value is None else f"{value:.1f}"
+
+
+def machine_text(machine):
+    text = f"{machine.get('cpu', '?')}"
+    if "cpu_family" in machine:
+        text += f" (family {machine['cpu_family']})"
+    return text + f", {machine.get('cores', '?')} cores"
 
 
 def main():
@@ -65,12 +73,13 @@ def main():
     md_path = args.md or base + ".md"
     png_path = args.png or base + ".png"
     baselines = bench_baselines(args.bench)
-    entries = sorted(tuned.get("entries", []), key=lambda e: (label(e), e["shape_class"]))
+    entries = sorted(tuned.get("entries", []), key=lambda e: (label(e), e["shape_class"], e["head_dim"]))
 
     lines = [
         f"# Tuned schedules for `{tuned.get('target', '?')}`",
         "",
-        f"Machine: {tuned.get('machine', {}).get('cpu', '?')}, {tuned.get('machine', {}).get('cores', '?')} cores. "
+        f"Machine of the latest run: {machine_text(tuned.get('machine', {}))}; an entry tuned elsewhere names its "
+        "machine after its date (entries without one predate the field). "
         "GFLOP/s on the tuning shapes: the geometric mean of each shape's rate (median of repetitions), "
         "measured by attngen-tune in one process. Prefill is tuned on (4,8,256,256,D), (1,8,512,512,D) and "
         "(1,8,1024,1024,D), each with and without the causal mask; decode on (1,32,1,4096,D). An entry's own "
@@ -81,8 +90,9 @@ def main():
         "tuning shapes but fails the reference check on smaller shapes (it is never chosen). Adams2019 runs "
         "greedily (beam size 1). An autoscheduler figure with a date in parentheses was measured by an earlier "
         "run on that date (the entry was re-tuned later without autoschedulers)."
-        + (f" Bench columns: medians from the attngen-bench run on {BENCH_SHAPES['prefill']} (prefill) and "
-           f"{BENCH_SHAPES['decode']} (decode), best over masks." if baselines else ""),
+        + (f" Bench columns: medians from the attngen-bench run on {BENCH_SHAPES[('prefill', 64)]} (prefill, "
+           f"D = 64), {BENCH_SHAPES[('prefill', 128)]} (prefill, D = 128) and {BENCH_SHAPES[('decode', 64)]} "
+           "(decode), best over masks." if baselines else ""),
         "",
         "| scheme | shape | D | tuned | hand | tuned/hand | " + " | ".join(AUTOSCHEDULERS)
         + (" | attngen (bench) | openblas (bench) | onednn (bench)" if baselines else "")
@@ -111,8 +121,11 @@ def main():
                f"{g['tuned'] / g['hand']:.2f}x" if g["hand"] else "—"] + autos
         if baselines:
             scheme = label(e)
-            row += [fmt(baselines.get((scheme, e["shape_class"], impl))) for impl in IMPLS]
-        row += [params, f"{c['tried']} ({failed})", e.get("date", "")[:10]]
+            row += [fmt(baselines.get((scheme, e["shape_class"], e["head_dim"], impl))) for impl in IMPLS]
+        date = e.get("date", "")[:10]
+        if e.get("machine") and e["machine"] != tuned.get("machine"):
+            date += f" ({machine_text(e['machine'])})"
+        row += [params, f"{c['tried']} ({failed})", date]
         lines.append("| " + " | ".join(row) + " |")
     with open(md_path, "w") as f:
         f.write("\n".join(lines) + "\n")

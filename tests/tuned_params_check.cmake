@@ -1,0 +1,42 @@
+# Which tuned entry a kernel takes (attngen_tuned_params): its head dim's own entry, else the head_dim 64
+# entry, else none. Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
+include(${ATTNGEN_SOURCE_DIR}/cmake/AttngenKernels.cmake)
+
+set(ATTNGEN_TUNED_FILE "${WORK_DIR}/tuned_params_check.json")
+# The head_dim 128 entry comes first for sdpa and last for alibi: the choice must not depend on order.
+file(WRITE "${ATTNGEN_TUNED_FILE}" [=[
+{"entries": [
+ {"scheme": "sdpa", "options": "", "shape_class": "prefill", "head_dim": 128,
+  "params": {"query_tile": 32, "key_chunk": 64}},
+ {"scheme": "sdpa", "options": "", "shape_class": "prefill", "head_dim": 64,
+  "params": {"query_tile": 64, "key_chunk": 128}},
+ {"scheme": "sdpa", "options": "", "shape_class": "decode", "head_dim": 64,
+  "params": {"query_tile": 1, "key_chunk": 512}},
+ {"scheme": "alibi", "options": "", "shape_class": "prefill", "head_dim": 64,
+  "params": {"query_tile": 48, "key_chunk": 256}},
+ {"scheme": "alibi", "options": "", "shape_class": "prefill", "head_dim": 128,
+  "params": {"query_tile": 16, "key_chunk": 32}},
+ {"scheme": "rope", "options": "pairing:half", "shape_class": "prefill", "head_dim": 128,
+  "params": {"query_tile": 8, "key_chunk": 16}}
+]}
+]=])
+
+function(expect SCHEME OPTIONS SHAPE HEAD_DIM EXPECTED)
+    attngen_tuned_params("${SCHEME}" "${OPTIONS}" ${SHAPE} ${HEAD_DIM} got)
+    if (NOT "${got}" STREQUAL "${EXPECTED}")
+        message(FATAL_ERROR "${SCHEME} '${OPTIONS}' ${SHAPE} head_dim ${HEAD_DIM}: got '${got}', expected '${EXPECTED}'")
+    endif ()
+endfunction()
+
+expect(sdpa "" prefill 128 "query_tile=32;key_chunk=64")
+expect(sdpa "" prefill 64 "query_tile=64;key_chunk=128")
+expect(sdpa "" prefill 0 "query_tile=64;key_chunk=128")    # the generic kernel
+expect(sdpa "" prefill 256 "query_tile=64;key_chunk=128")  # no entry of its own
+expect(sdpa "" decode 128 "query_tile=1;key_chunk=512")
+expect(alibi "" prefill 128 "query_tile=16;key_chunk=32")
+expect(alibi "" prefill 0 "query_tile=48;key_chunk=256")
+expect(rope "pairing:half" prefill 128 "query_tile=8;key_chunk=16")
+expect(rope "pairing:half" prefill 64 "")                  # no head_dim 64 entry: the hand schedule
+expect(rope "pairing:interleaved" prefill 128 "")
+expect(t5 "" decode 64 "")
+message(STATUS "tuned parameters: 11 selections as expected")
