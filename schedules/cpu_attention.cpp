@@ -502,8 +502,10 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     // a value-side term, which reads the probabilities again).
     if (!dot_products || s.has_value_term) s.probs.compute_at(per_chunk).vectorize(s.ii, vw, guard);
     s.chunk_sum.compute_at(per_chunk).vectorize(s.ii, vw, guard);
-    for (Func statistic : {s.chunk_max, s.chunk_sum}) {
-        if (dot_products && statistic.name() == s.chunk_sum.name()) continue;  // schedule_bf16_dot_prefill_pv
+    // (With dot products chunk_sum adds the bf16 pairs: its update is scheduled with P.V's.)
+    std::vector<Func> statistics = {s.chunk_max};
+    if (!dot_products) statistics.push_back(s.chunk_sum);
+    for (Func statistic : statistics) {
         if (row_vectors) {
             statistic.update()
                 .split(s.ii, row_vec, lanes, vw)
