@@ -585,18 +585,45 @@ std::string expected_kernel(const std::string &family, int64_t head_dim, const s
 // Run once per CPU variant by CTest with ATTNGEN_CPU_VARIANT set: the dispatcher must run (and
 // report) exactly that variant, with the fixed head_dim kernel where that variant has one, and its
 // results must match the reference.
+// The second pass finds every kernel in the runtime's memo of lookups (requests alternate between passes).
 TEST_CASE("dispatch: the capped CPU variant runs and matches the reference", "[cpu_variant]") {
     const char *cap = std::getenv("ATTNGEN_CPU_VARIANT");
-    for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
-        for (const int64_t head_dim : {64, 128, 40}) {
-            for (const int64_t q_len : {1, 37}) {
-                AttnCase c = sdpa(2, 4, 2, q_len, 53, head_dim, 130, mask);
+    for (int pass = 0; pass < 2; pass++) {
+        for (const attngen_mask mask : {ATTNGEN_MASK_NONE, ATTNGEN_MASK_CAUSAL}) {
+            for (const int64_t head_dim : {64, 128, 40}) {
+                for (const int64_t q_len : {1, 37}) {
+                    AttnCase c = sdpa(2, 4, 2, q_len, 53, head_dim, 130, mask);
+                    std::vector<float> out;
+                    RunInfo info{};
+                    REQUIRE(run_attngen(c, out, &info).ok());
+                    INFO("pass " << pass << ", variant " << info.cpu_target << ", D " << head_dim << ", Lq " << q_len);
+                    if (cap && *cap) CHECK(std::string(info.cpu_target) == cap);
+                    const std::string family = q_len == 1 ? "attngen_sdpa_decode_cpu" : "attngen_sdpa_prefill_cpu";
+                    CHECK(std::string(info.kernel) == expected_kernel(family, head_dim, info.cpu_target));
+                    CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
+                }
+            }
+        }
+    }
+}
+
+// More distinct requests (scheme, shape class, head dim) than the runtime's memo of kernel lookups keeps
+// (1024): it starts over, and every call still runs the kernel for its request.
+TEST_CASE("dispatch: kernel lookups stay right past the bound of their memo", "[attention][dispatch]") {
+    int calls = 0;
+    for (const attngen_scheme scheme : {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_SDPA}) {
+        for (int head_dim = 1; head_dim <= 256; head_dim++) {
+            for (const int q_len : {1, 3}) {
+                AttnCase c = sdpa(1, 2, 2, q_len, 5, head_dim, 140 + head_dim);
+                if (scheme == ATTNGEN_SCHEME_ALIBI) set_alibi(c);
                 std::vector<float> out;
                 RunInfo info{};
                 REQUIRE(run_attngen(c, out, &info).ok());
-                INFO("variant " << info.cpu_target << ", D " << head_dim << ", Lq " << q_len);
-                if (cap && *cap) CHECK(std::string(info.cpu_target) == cap);
-                const std::string family = q_len == 1 ? "attngen_sdpa_decode_cpu" : "attngen_sdpa_prefill_cpu";
+                calls++;
+                const std::string family = std::string("attngen_") +
+                                           (scheme == ATTNGEN_SCHEME_ALIBI ? "alibi" : "sdpa") +
+                                           (q_len == 1 ? "_decode_cpu" : "_prefill_cpu");
+                INFO("call " << calls << ": " << c.describe());
                 CHECK(std::string(info.kernel) == expected_kernel(family, head_dim, info.cpu_target));
                 CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
             }
