@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <initializer_list>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -273,44 +274,62 @@ const KernelEntry *scan_attention_kernels(const std::string &scheme, const std::
     return fixed ? fixed : generic;
 }
 
+// Registry lookups memoized by request: the table is fixed, and so is the choice for a request (the CPU and the
+// environment are read once). A scan compares names across the whole table, several times per call
+// (resolve_device asks for each device, finding none for those not built): 60 % of a small attention call
+// (14 of 24 us at (1,1,16,16,64)), a third of a one-row RoPE call. Misses are kept too; the memo is bounded, so
+// requests for ever-new schemes or head dims cannot grow it without end.
+class LookupMemo {
+public:
+    template <typename Scan>
+    const KernelEntry *find(std::string key, Scan scan) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            const auto found = remembered_.find(key);
+            if (found != remembered_.end()) return found->second;
+        }
+        const KernelEntry *kernel = scan();
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (remembered_.size() >= kMaxRemembered) remembered_.clear();
+        remembered_.emplace(std::move(key), kernel);
+        return kernel;
+    }
+
+private:
+    static constexpr size_t kMaxRemembered = 1024;
+    std::mutex mutex_;
+    std::unordered_map<std::string, const KernelEntry *> remembered_;
+};
+
+// Parts joined by NUL, which no name holds.
+std::string lookup_key(std::initializer_list<std::string> parts) {
+    std::string key;
+    for (const std::string &part : parts) {
+        key += part;
+        key += '\0';
+    }
+    return key;
+}
+
 }  // namespace
 
 const KernelEntry *find_attention_kernel(const std::string &scheme, const std::string &options,
                                          const std::string &shape, const std::string &device, const std::string &dtype,
                                          int64_t head_dim) {
-    // Memoized: the table is fixed, and so is the choice for a request (the CPU and the environment are read
-    // once). The scan compares names across the whole table, a few times per call (resolve_device asks for
-    // each device, finding none for those not built): 60 % of a small call, 14 of 24 us at (1,1,16,16,64).
-    // Misses are kept too; the memo is bounded, so requests for ever-new schemes or head dims cannot grow it
-    // without end.
-    constexpr size_t kMaxRemembered = 1024;
-    static std::mutex mutex;
-    static std::unordered_map<std::string, const KernelEntry *> remembered;
-    std::string key = scheme;
-    for (const std::string *part : {&options, &shape, &device, &dtype}) {
-        key += '\0';
-        key += *part;
-    }
-    key += '\0';
-    key += std::to_string(head_dim);
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        const auto found = remembered.find(key);
-        if (found != remembered.end()) return found->second;
-    }
-    const KernelEntry *kernel = scan_attention_kernels(scheme, options, shape, device, dtype, head_dim);
-    std::lock_guard<std::mutex> lock(mutex);
-    if (remembered.size() >= kMaxRemembered) remembered.clear();
-    remembered.emplace(std::move(key), kernel);
-    return kernel;
+    static LookupMemo memo;
+    return memo.find(lookup_key({scheme, options, shape, device, dtype, std::to_string(head_dim)}),
+                     [&] { return scan_attention_kernels(scheme, options, shape, device, dtype, head_dim); });
 }
 
 const KernelEntry *find_op_kernel(const std::string &op, const std::string &device) {
-    for (int n = 0; n < kKernelCount; n++) {
-        const KernelEntry &k = kKernelTable[n];
-        if (std::string(k.kind) == "op" && op == k.op && device == k.device) return &k;
-    }
-    return nullptr;
+    static LookupMemo memo;
+    return memo.find(lookup_key({op, device}), [&]() -> const KernelEntry * {
+        for (int n = 0; n < kKernelCount; n++) {
+            const KernelEntry &k = kKernelTable[n];
+            if (std::string(k.kind) == "op" && op == k.op && device == k.device) return &k;
+        }
+        return nullptr;
+    });
 }
 
 std::string resolve_device(attngen_device device, const std::string &scheme, const std::string &options,
