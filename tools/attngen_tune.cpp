@@ -345,25 +345,29 @@ std::string now_utc() {
 }
 
 // The machine a measurement ran on: /proc/cpuinfo's model name and family (a VM's model name may not tell
-// CPU generations apart: AMD family 25 is Zen 3/4, 26 is Zen 5), and the cores.
-json machine_json() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, model = "unknown";
-    int family = -1;
-    bool have_model = false, have_family = false;
-    while ((!have_model || !have_family) && std::getline(in, line)) {
-        const size_t colon = line.find(':');
-        if (colon == std::string::npos || colon + 2 > line.size()) continue;
-        if (!have_model && line.rfind("model name", 0) == 0) {
-            model = line.substr(colon + 2);
-            have_model = true;
-        } else if (!have_family && line.rfind("cpu family", 0) == 0) {
-            family = std::atoi(line.c_str() + colon + 2);
-            have_family = true;
+// CPU generations apart: AMD family 25 is Zen 3/4, 26 is Zen 5), and the cores. Read once per run: every
+// entry records it.
+const json &machine_json() {
+    static const json machine = [] {
+        std::ifstream in("/proc/cpuinfo");
+        std::string line, model = "unknown";
+        int family = -1;
+        bool have_model = false, have_family = false;
+        while ((!have_model || !have_family) && std::getline(in, line)) {
+            const size_t colon = line.find(':');
+            if (colon == std::string::npos || colon + 2 > line.size()) continue;
+            if (!have_model && line.rfind("model name", 0) == 0) {
+                model = line.substr(colon + 2);
+                have_model = true;
+            } else if (!have_family && line.rfind("cpu family", 0) == 0) {
+                family = std::atoi(line.c_str() + colon + 2);
+                have_family = true;
+            }
         }
-    }
-    json machine = {{"cpu", model}, {"cores", std::thread::hardware_concurrency()}};
-    if (family >= 0) machine["cpu_family"] = family;
+        json found = {{"cpu", model}, {"cores", std::thread::hardware_concurrency()}};
+        if (family >= 0) found["cpu_family"] = family;
+        return found;
+    }();
     return machine;
 }
 
