@@ -13,12 +13,15 @@
 // shape = BxHxLqxLkxD. Every implementation is validated once per configuration against a double
 // reference on a few rows before it is timed (SkipWithError on mismatch). Counters: GFLOP/s,
 // GFLOP/s_with_extra (Shaw, TXL, DeBERTa), pct_sgemm_peak, and for decode GB/s and pct_read_bw;
-// max_err is the validation's max abs error. Times are wall-clock (UseRealTime).
+// max_err is the validation's max abs error. Times are wall-clock (UseRealTime). attngen's decode rows
+// cycle through kv_layers copies of K and V, twice the last-level cache together, so each call reads
+// them from memory (decode_cache_layers); the baselines read one copy, which a large enough cache keeps
+// warm for them.
 //
 // Extra flags (before Google Benchmark's): --attngen_probe_reps=N (default 5),
-// --attngen_probe_mib=N (read-probe buffer, default 512), --attngen_ftz=1 (flush denormals to zero
-// and treat denormal inputs as zero in every thread: set in the main thread's MXCSR before any thread
-// is created, so OpenBLAS, oneDNN's OpenMP and Halide's threads inherit it; default off).
+// --attngen_probe_mib=N (read-probe buffer, default 512 or 4x the last-level cache), --attngen_ftz=1 (flush denormals
+// to zero and treat denormal inputs as zero in every thread: set in the main thread's MXCSR before any thread is
+// created, so OpenBLAS, oneDNN's OpenMP and Halide's threads inherit it; default off).
 #include "attngen/attngen.hpp"
 #include "bench_problem.h"
 #include "naive.h"
@@ -29,11 +32,13 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -107,6 +112,16 @@ bool transforms_keys(SchemeId scheme) {
     return scheme == SchemeId::RopeHalf || scheme == SchemeId::RopeInterleaved || scheme == SchemeId::Xpos;
 }
 
+// Decode calls cycle through this many copies of K and V (a deeper cache's layers, read once per call
+// each, as a decoder reads one layer's cache per step): together at least twice the last-level cache,
+// so each call reads its keys and values from memory. With one copy, K and V of (1,32,1,4096,128)
+// (128 MiB) stayed in a 260 MiB L3 between calls and decode read them at 2.4x the memory's speed.
+int decode_cache_layers(const Config &c, double bytes_per_element) {
+    if (!c.shape.decode()) return 1;
+    const double layer = kv_bytes(c, bytes_per_element), llc = double(last_level_cache_bytes());
+    return std::clamp(int(std::ceil(2.0 * llc / layer)), 1, 64);
+}
+
 // The problem's keys rotated once, as a decoder's KV cache holds them (attngen_rope, or attngen_xpos
 // with downscale, at positions 0..Lk-1), and `desc` switched to use them as such.
 std::vector<float> rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
@@ -154,6 +169,11 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     attngen::Status status;
     std::vector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
     std::vector<float> k_cache;                  // rotated keys (Impl::AttngenKvCache)
+    // Decode: the other layers' K and V (decode_cache_layers), as tensors per layer (layer 0: the problem's).
+    std::vector<std::vector<float>> layer_k, layer_v;
+    std::vector<std::vector<uint16_t>> layer_k16, layer_v16;
+    std::vector<attngen::Tensor> layer_k_t, layer_v_t;
+    int layers = 1;
     auto to_bf16 = [](const std::vector<float> &x) {
         std::vector<uint16_t> y(x.size());
         for (std::size_t n = 0; n < x.size(); n++)
@@ -192,7 +212,30 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                 for (std::size_t n = 0; n < out16.size(); n++)  // bf16: the output the check reads
                     out[n] = attngen::from_bf16(out16[n]);
                 label = std::string(info.kernel) + " | " + info.cpu_target;
-                call = [&] { status = attngen::attention(q_t, k_t, v_t, o_t, desc); };
+                layers = decode_cache_layers(c, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
+                layer_k_t.assign(1, k_t);
+                layer_v_t.assign(1, v_t);
+                layer_k.reserve(layers);
+                layer_v.reserve(layers);
+                layer_k16.reserve(layers);
+                layer_v16.reserve(layers);
+                for (int layer = 1; layer < layers; layer++) {
+                    if (impl == Impl::AttngenBf16) {
+                        layer_k16.push_back(k16);
+                        layer_v16.push_back(v16);
+                        layer_k_t.push_back(attngen::bf16_tensor(layer_k16.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+                        layer_v_t.push_back(attngen::bf16_tensor(layer_v16.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+                    } else {
+                        layer_k.push_back(impl == Impl::AttngenKvCache ? k_cache : p.k);
+                        layer_v.push_back(p.v);
+                        layer_k_t.push_back(attngen::tensor(layer_k.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+                        layer_v_t.push_back(attngen::tensor(layer_v.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+                    }
+                }
+                call = [&, next = std::size_t(0)]() mutable {
+                    const std::size_t layer = next++ % layer_k_t.size();
+                    status = attngen::attention(q_t, layer_k_t[layer], layer_v_t[layer], o_t, desc);
+                };
                 break;
             }
             case Impl::Openblas:
@@ -239,6 +282,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         return;
     }
     set_counters(state, c, check.max_abs, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
+    if (c.shape.decode()) state.counters["kv_layers"] = layers;
     state.SetLabel(label);
 }
 
@@ -310,6 +354,35 @@ long take_flag(int *argc, char **argv, const char *name, long fallback) {
     return value;
 }
 
+// Debian's OpenBLAS (0.3.21) falls back to its Prescott (SSE3) kernels on CPUs it does not know (seen on
+// an Intel Xeon of family 6, model 207): sgemm at 65 GFLOP/s where the named core runs it at 310, which
+// would make the sgemm probe and the OpenBLAS baseline five times too slow. There, unless the user chose
+// a core, the CPU's features name one; OpenBLAS reads OPENBLAS_CORETYPE when it loads, so the process
+// runs itself again with it set (execv returns only on failure: then the detected core stays).
+void use_openblas_core_for_cpu(char **argv) {
+    if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+    const std::string detected = openblas_get_corename();
+    const char *const fallbacks[] = {"Prescott", "Core2",         "Penryn",    "Dunnington", "Nehalem",
+                                     "Katmai",   "Coppermine",    "Northwood", "Banias",     "Atom",
+                                     "Opteron",  "Opteron(SSE3)", "Barcelona", "Unknown"};
+    if (std::find(std::begin(fallbacks), std::end(fallbacks), detected) == std::end(fallbacks)) return;
+    __builtin_cpu_init();
+    const char *core = nullptr;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq")) {
+        core = __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        core = "Haswell";
+    }
+    if (core == nullptr) return;
+    std::fprintf(stderr,
+                 "attngen-bench: OpenBLAS detected core %s on a CPU with %s's features; running again with "
+                 "OPENBLAS_CORETYPE=%s\n",
+                 detected.c_str(), core, core);
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    execv("/proc/self/exe", argv);
+}
+
 bool has_arg(int argc, char **argv, const char *prefix) {
     for (int i = 1; i < argc; i++)
         if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) return true;
@@ -321,8 +394,11 @@ bool has_arg(int argc, char **argv, const char *prefix) {
 
 int main(int argc, char **argv) {
     using namespace attngen_bench;
+    use_openblas_core_for_cpu(argv);
     const long probe_reps = take_flag(&argc, argv, "probe_reps", 5);
-    const long probe_mib = take_flag(&argc, argv, "probe_mib", 512);
+    // The read probe's buffer: 512 MiB, or 4x the last-level cache where that is larger (a 260 MiB L3).
+    const long probe_mib =
+        take_flag(&argc, argv, "probe_mib", std::max<long>(512, long(4 * (last_level_cache_bytes() >> 20))));
     const long ftz = take_flag(&argc, argv, "ftz", 0);
     if (ftz != 0) {
 #if defined(__SSE__)
@@ -351,6 +427,8 @@ int main(int argc, char **argv) {
         benchmark::AddCustomContext("probe_dpbf16ps_peak_2threads_gflops", std::to_string(probe.dpbf16ps_gflops));
         benchmark::AddCustomContext("probe_read_mib", std::to_string(probe.read_mib));
         benchmark::AddCustomContext("openblas_config", openblas_get_config());
+        benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+        benchmark::AddCustomContext("last_level_cache_mib", std::to_string(last_level_cache_bytes() >> 20));
     }
     openblas_set_num_threads(1);  // the baselines parallelize over heads themselves
     register_benchmarks(std::size_t(probe_mib));

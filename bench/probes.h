@@ -29,4 +29,7 @@ double time_sgemm_once(int n);
 double time_read_once(std::size_t bytes);
 void release_read_buffer();
 
+// The largest data cache's size in bytes (the last level: L3 where there is one), from sysfs; 0 if unknown.
+std::size_t last_level_cache_bytes();
+
 }  // namespace attngen_bench

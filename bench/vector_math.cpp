@@ -74,15 +74,23 @@ float sum_range(const float *x, int n) {
 
 ATTNGEN_BENCH_CLONES
 double sum_floats(const float *x, std::size_t n) {
+    constexpr std::size_t streams = 4, block = 4096;
+    const std::size_t part = n / streams;
+    const float *x0 = x, *x1 = x + part, *x2 = x + 2 * part, *x3 = x + 3 * part;
     double total = 0;
-    constexpr std::size_t block = 4096;
-    for (std::size_t start = 0; start < n; start += block) {
-        const std::size_t end = start + block < n ? start + block : n;
-        float partial = 0;
-        for (std::size_t i = start; i < end; i++)
-            partial += x[i];
-        total += partial;
+    for (std::size_t start = 0; start < part; start += block) {
+        const std::size_t end = start + block < part ? start + block : part;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (std::size_t i = start; i < end; i++) {
+            s0 += x0[i];
+            s1 += x1[i];
+            s2 += x2[i];
+            s3 += x3[i];
+        }
+        total += double(s0) + s1 + s2 + s3;
     }
+    for (std::size_t i = streams * part; i < n; i++)
+        total += x[i];
     return total;
 }
 
