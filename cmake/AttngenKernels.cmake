@@ -117,9 +117,10 @@ function(attngen_add_bf16_dot_kernel NAME)
                  "${NAME}|${ARG_KIND}|${ARG_SCHEME}|${ARG_OPTIONS}|${ARG_SHAPE}|cpu|${ARG_OP}|${ARG_DTYPE}|${ARG_HEAD_DIM}|${ATTNGEN_BF16_DOT_TARGET}")
 endfunction()
 
-# Reads ATTNGEN_TUNED_FILE once per file into global properties ATTNGEN_TUNED|<scheme>|<options>|<shape
-# class>|<head dim>, each entry's generator parameters (string(JSON) parses the whole text on every call:
-# looked up per kernel, the file tripled the configure time).
+# Reads ATTNGEN_TUNED_FILE once per file into global properties ATTNGEN_TUNED|<cpu vendor>|<scheme>|<options>|
+# <shape class>|<head dim>, each entry's generator parameters (string(JSON) parses the whole text on every
+# call: looked up per kernel, the file tripled the configure time). The vendor is empty for entries that
+# name none (tuned before entries recorded it): they serve every vendor without entries of its own.
 function(_attngen_load_tuned_entries)
     get_property(loaded GLOBAL PROPERTY ATTNGEN_TUNED_LOADED_FILE)
     get_property(was_loaded GLOBAL PROPERTY ATTNGEN_TUNED_LOADED_FILE SET)
@@ -147,6 +148,10 @@ function(_attngen_load_tuned_entries)
                 string(JSON options GET "${entry}" options)
                 string(JSON shape GET "${entry}" shape_class)
                 string(JSON head_dim GET "${entry}" head_dim)
+                string(JSON vendor ERROR_VARIABLE no_vendor GET "${entry}" cpu_vendor)
+                if (no_vendor)
+                    set(vendor "")
+                endif ()
                 set(entry_params "")
                 foreach (name query_tile key_chunk qk_block_keys pv_block_rows vector_width split_keys trim_chunk_keys merge)
                     string(JSON value ERROR_VARIABLE missing GET "${entry}" params ${name})
@@ -154,7 +159,7 @@ function(_attngen_load_tuned_entries)
                         list(APPEND entry_params "${name}=${value}")
                     endif ()
                 endforeach ()
-                set(key "ATTNGEN_TUNED|${scheme}|${options}|${shape}|${head_dim}")
+                set(key "ATTNGEN_TUNED|${vendor}|${scheme}|${options}|${shape}|${head_dim}")
                 set_property(GLOBAL PROPERTY "${key}" "${entry_params}")
                 list(APPEND keys "${key}")
             endforeach ()
@@ -165,14 +170,29 @@ endfunction()
 
 # Tuned CPU schedule parameters (attngen-tune writes them): the entry of a kernel's scheme, options,
 # shape class and head dim, as generator parameters; a head dim without an entry of its own (and the
-# generic kernel, HEAD_DIM 0) takes the head_dim 64 entry. No entry: the hand schedule's defaults.
+# generic kernel, HEAD_DIM 0) takes the head_dim 64 entry. Entries of ATTNGEN_TUNED_CPU_VENDOR come
+# first (its head dim's, then its head_dim 64 one), then those for any vendor. No entry: the hand
+# schedule's defaults.
 function(attngen_tuned_params SCHEME OPTIONS SHAPE HEAD_DIM OUT)
     _attngen_load_tuned_entries()
-    get_property(params GLOBAL PROPERTY "ATTNGEN_TUNED|${SCHEME}|${OPTIONS}|${SHAPE}|${HEAD_DIM}")
-    if (NOT params)
-        get_property(params GLOBAL PROPERTY "ATTNGEN_TUNED|${SCHEME}|${OPTIONS}|${SHAPE}|64")
+    set(vendors "")
+    if (ATTNGEN_TUNED_CPU_VENDOR)
+        set(vendors "${ATTNGEN_TUNED_CPU_VENDOR}")
     endif ()
-    set(${OUT} ${params} PARENT_SCOPE)
+    list(APPEND vendors "-")  # "-": entries for any vendor (empty in the key)
+    foreach (vendor IN LISTS vendors)
+        if (vendor STREQUAL "-")
+            set(vendor "")
+        endif ()
+        foreach (head_dim IN ITEMS ${HEAD_DIM} 64)
+            get_property(params GLOBAL PROPERTY "ATTNGEN_TUNED|${vendor}|${SCHEME}|${OPTIONS}|${SHAPE}|${head_dim}")
+            if (params)
+                set(${OUT} ${params} PARENT_SCOPE)
+                return()
+            endif ()
+        endforeach ()
+    endforeach ()
+    set(${OUT} "" PARENT_SCOPE)
 endfunction()
 
 # Variants a scheme file declares with a line "// attngen-variants: opt:a opt:b" (default: one).

@@ -20,6 +20,17 @@ list(GET ATTNGEN_CPU_TARGETS 0 _attngen_first_target)
 set(ATTNGEN_TUNED_FILE "${PROJECT_SOURCE_DIR}/schedules/tuned/${_attngen_first_target}.json" CACHE FILEPATH
     "Tuned CPU schedule parameters (schedules/tuned/<target>.json); missing entries use the hand schedule")
 option(ATTNGEN_USE_TUNED "Generate CPU kernels with the tuned schedule parameters" ON)
+# Entries tuned on this CPU vendor's cores come first (attngen-tune records the vendor per entry):
+# by default the build machine's, as the kernels are generated for the machine they run on.
+set(_attngen_build_cpu_vendor "")
+if (EXISTS /proc/cpuinfo)
+    file(STRINGS /proc/cpuinfo _attngen_vendor_lines REGEX "^vendor_id" LIMIT_COUNT 1)
+    if (_attngen_vendor_lines MATCHES ":[ \t]*([A-Za-z]+)")
+        set(_attngen_build_cpu_vendor "${CMAKE_MATCH_1}")
+    endif ()
+endif ()
+set(ATTNGEN_TUNED_CPU_VENDOR "${_attngen_build_cpu_vendor}" CACHE STRING
+    "CPU vendor whose tuned entries come first (GenuineIntel, AuthenticAMD; default: the build machine's)")
 
 option(ATTNGEN_BF16 "Generate bfloat16 CPU kernels (bf16 q/k/v/out, fp32 math)" ON)
 # bf16 decode on avx512_bf16 dot products (vdpbf16ps). Halide 14 emits them only for avx512_sapphirerapids

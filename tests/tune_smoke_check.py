@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Runs attngen-tune briefly (one scheme, decode, host target) into a fresh file and checks what it
-wrote: one entry whose winner passed the reference check, a playoff of the hand schedule and up to
-two other candidates over three rounds, and a winner that is the playoff's best median."""
+"""Runs attngen-tune briefly (one scheme, decode, host target) into a file holding an entry of the same
+kind for any CPU vendor and one for another vendor, and checks what it wrote: both kept as they were,
+and one entry for this machine's vendor whose winner passed the reference check, a playoff of the hand
+schedule and up to two other candidates over three rounds, and a winner that is the playoff's best
+median."""
 import json
 import os
 import statistics
@@ -10,16 +12,38 @@ import sys
 import tempfile
 
 tuner = sys.argv[1]
+def cpu_vendor():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+vendor = cpu_vendor()
+earlier = [
+    {"scheme": "sdpa", "options": "", "shape_class": "decode", "head_dim": 64,
+     "params": {"query_tile": 1, "key_chunk": 256}},
+    {"scheme": "sdpa", "options": "", "shape_class": "decode", "head_dim": 64, "cpu_vendor": "OtherVendor",
+     "params": {"query_tile": 1, "key_chunk": 128}},
+]
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "tuned.json")
+    with open(out, "w") as f:
+        json.dump({"entries": earlier}, f)
     subprocess.run([tuner, "--scheme", "sdpa", "--shape", "decode", "--budget", "2", "--repetitions", "1",
                     "--autoschedulers", "none", "--target", "host", "--out", out], check=True)
     with open(out) as f:
         tuned = json.load(f)
 
 entries = tuned["entries"]
-assert len(entries) == 1, entries
-entry = entries[0]
+if vendor:
+    assert len(entries) == 3 and entries[:2] == earlier, entries
+    entry = entries[2]
+else:  # no vendor to name: the entry for any vendor is this machine's, replaced in place
+    assert len(entries) == 2 and entries[1] == earlier[1], entries
+    entry = entries[0]
+assert entry["cpu_vendor"] == vendor and entry["machine"].get("vendor", "") == vendor, (entry["cpu_vendor"], vendor)
 assert entry["scheme"] == "sdpa" and entry["shape_class"] == "decode", entry
 assert entry["tuning_shapes"] == ["(1,32,1,4096,64) causal", "(1,32,1,4096,64) kv8 causal"], entry["tuning_shapes"]
 playoff = entry["playoff"]

@@ -1,5 +1,5 @@
 # Which tuned entry a kernel takes (attngen_tuned_params): its head dim's own entry, else the head_dim 64
-# entry, else none. Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
+# entry, else none; entries of ATTNGEN_TUNED_CPU_VENDOR before those for any vendor. Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
 include(${ATTNGEN_SOURCE_DIR}/cmake/AttngenKernels.cmake)
 
 set(ATTNGEN_TUNED_FILE "${WORK_DIR}/tuned_params_check.json")
@@ -17,7 +17,11 @@ file(WRITE "${ATTNGEN_TUNED_FILE}" [=[
  {"scheme": "alibi", "options": "", "shape_class": "prefill", "head_dim": 128,
   "params": {"query_tile": 16, "key_chunk": 32}},
  {"scheme": "rope", "options": "pairing:half", "shape_class": "prefill", "head_dim": 128,
-  "params": {"query_tile": 8, "key_chunk": 16}}
+  "params": {"query_tile": 8, "key_chunk": 16}},
+ {"scheme": "sdpa", "options": "", "shape_class": "prefill", "head_dim": 64, "cpu_vendor": "GenuineIntel",
+  "params": {"query_tile": 32, "key_chunk": 1024}},
+ {"scheme": "t5", "options": "", "shape_class": "decode", "head_dim": 64, "cpu_vendor": "GenuineIntel",
+  "params": {"query_tile": 1, "key_chunk": 2048}}
 ]}
 ]=])
 
@@ -28,6 +32,7 @@ function(expect SCHEME OPTIONS SHAPE HEAD_DIM EXPECTED)
     endif ()
 endfunction()
 
+set(ATTNGEN_TUNED_CPU_VENDOR "")  # no vendor: entries for any vendor only
 expect(sdpa "" prefill 128 "query_tile=32;key_chunk=64")
 expect(sdpa "" prefill 64 "query_tile=64;key_chunk=128")
 expect(sdpa "" prefill 0 "query_tile=64;key_chunk=128")    # the generic kernel
@@ -39,4 +44,19 @@ expect(rope "pairing:half" prefill 128 "query_tile=8;key_chunk=16")
 expect(rope "pairing:half" prefill 64 "")                  # no head_dim 64 entry: the hand schedule
 expect(rope "pairing:interleaved" prefill 128 "")
 expect(t5 "" decode 64 "")
-message(STATUS "tuned parameters: 11 selections as expected")
+
+# Another vendor's entries are not taken.
+set(ATTNGEN_TUNED_CPU_VENDOR "AuthenticAMD")
+expect(sdpa "" prefill 64 "query_tile=64;key_chunk=128")
+expect(t5 "" decode 64 "")
+# The vendor's own entries first, for every head dim (its head_dim 64 entry before another vendor's
+# head_dim 128 one); where it has none, the entries for any vendor.
+set(ATTNGEN_TUNED_CPU_VENDOR "GenuineIntel")
+expect(sdpa "" prefill 64 "query_tile=32;key_chunk=1024")
+expect(sdpa "" prefill 128 "query_tile=32;key_chunk=1024")
+expect(sdpa "" prefill 0 "query_tile=32;key_chunk=1024")
+expect(sdpa "" decode 128 "query_tile=1;key_chunk=512")
+expect(alibi "" prefill 128 "query_tile=16;key_chunk=32")
+expect(t5 "" decode 64 "query_tile=1;key_chunk=2048")
+expect(t5 "" decode 128 "query_tile=1;key_chunk=2048")
+message(STATUS "tuned parameters: 20 selections as expected")

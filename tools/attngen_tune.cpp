@@ -344,16 +344,16 @@ std::string now_utc() {
     return text;
 }
 
-// The machine a measurement ran on: /proc/cpuinfo's model name and family (a VM's model name may not tell
-// CPU generations apart: AMD family 25 is Zen 3/4, 26 is Zen 5), and the cores. Read once per run: every
-// entry records it.
+// The machine a measurement ran on: /proc/cpuinfo's vendor, model name and family (a VM's model name may
+// not tell CPU generations apart: AMD family 25 is Zen 3/4, 26 is Zen 5), and the cores. Read once per
+// run: every entry records it.
 const json &machine_json() {
     static const json machine = [] {
         std::ifstream in("/proc/cpuinfo");
-        std::string line, model = "unknown";
+        std::string line, model = "unknown", vendor;
         int family = -1;
         bool have_model = false, have_family = false;
-        while ((!have_model || !have_family) && std::getline(in, line)) {
+        while ((!have_model || !have_family || vendor.empty()) && std::getline(in, line)) {
             const size_t colon = line.find(':');
             if (colon == std::string::npos || colon + 2 > line.size()) continue;
             if (!have_model && line.rfind("model name", 0) == 0) {
@@ -362,13 +362,24 @@ const json &machine_json() {
             } else if (!have_family && line.rfind("cpu family", 0) == 0) {
                 family = std::atoi(line.c_str() + colon + 2);
                 have_family = true;
+            } else if (vendor.empty() && line.rfind("vendor_id", 0) == 0) {
+                vendor = line.substr(colon + 2);
             }
         }
         json found = {{"cpu", model}, {"cores", std::thread::hardware_concurrency()}};
         if (family >= 0) found["cpu_family"] = family;
+        if (!vendor.empty()) found["vendor"] = vendor;
         return found;
     }();
     return machine;
+}
+
+// The CPU vendor whose entries this run writes (GenuineIntel, AuthenticAMD; empty if unknown): schedules
+// tuned on one vendor's cores can lose on the other's (sdpa prefill on an Intel Xeon: the entry tuned on
+// AMD Zen 5 ran at 0.91x the speed of the one tuned there), so an entry holds for one vendor, and the
+// build takes the entries of its machine's vendor first (cmake/AttngenKernels.cmake).
+std::string machine_vendor() {
+    return machine_json().value("vendor", std::string());
 }
 
 // The parameters of a tuned entry (the inverse of params_json).
@@ -542,8 +553,9 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     std::fprintf(stderr, "  tuned %.1f GFLOP/s (%s), hand %.1f GFLOP/s\n", best.gflops,
                  best.candidate.describe().c_str(), hand.gflops);
     // Without autoscheduler runs, an earlier run's figures are kept, marked with their date.
-    if (opt.autoschedulers.empty() && previous && previous->contains("autoschedulers") &&
-        !(*previous)["autoschedulers"].empty()) {
+    // (Figures measured on the same vendor's CPUs only: an entry for any vendor may come from the other.)
+    if (opt.autoschedulers.empty() && previous && previous->value("cpu_vendor", std::string()) == machine_vendor() &&
+        previous->contains("autoschedulers") && !(*previous)["autoschedulers"].empty()) {
         autoscheduled = (*previous)["autoschedulers"];
         for (auto &item : autoscheduled.items()) {
             if (!item.value().contains("measured_on")) item.value()["measured_on"] = previous->value("date", "earlier");
@@ -570,6 +582,7 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
             {"budget_seconds", opt.budget},
             {"seed", opt.seed},
             {"machine", machine_json()},
+            {"cpu_vendor", machine_vendor()},
             {"date", now_utc()}};
 }
 
@@ -705,21 +718,33 @@ int main(int argc, char **argv) {
         for (ShapeClass shape : opt.shapes) {
             try {
                 json &entries = file["entries"];
-                // The entry of a (scheme, options) for this shape class and head dim.
-                auto entry_of = [&](const std::string &entry_scheme, const std::string &entry_options) {
-                    return [&, entry_scheme, entry_options](const json &e) {
+                // The entry of a (scheme, options) for this shape class and head dim, and a CPU vendor (""
+                // for entries that name none: they serve any vendor without entries of its own).
+                auto entry_of = [&](const std::string &entry_scheme, const std::string &entry_options,
+                                    const std::string &vendor) {
+                    return [&, entry_scheme, entry_options, vendor](const json &e) {
                         return e["scheme"] == entry_scheme && e["options"] == entry_options &&
-                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim;
+                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim &&
+                               e.value("cpu_vendor", std::string()) == vendor;
                     };
                 };
-                const auto same_entry = entry_of(scheme, options);
-                const auto found = std::find_if(entries.begin(), entries.end(), same_entry);
-                const json previous = found != entries.end() ? *found : json(nullptr);
+                // This machine's vendor's entry, else the one for any vendor.
+                auto find_entry = [&](const std::string &entry_scheme, const std::string &entry_options) {
+                    auto it = std::find_if(entries.begin(), entries.end(),
+                                           entry_of(entry_scheme, entry_options, machine_vendor()));
+                    if (it == entries.end())
+                        it = std::find_if(entries.begin(), entries.end(), entry_of(entry_scheme, entry_options, ""));
+                    return it;
+                };
+                // The entry this run replaces: its vendor's. An entry for any vendor is only a starting point.
+                const auto found =
+                    std::find_if(entries.begin(), entries.end(), entry_of(scheme, options, machine_vendor()));
+                const auto previous_entry = find_entry(scheme, options);
+                const json previous = previous_entry != entries.end() ? *previous_entry : json(nullptr);
                 std::vector<Candidate> starts;
                 for (const std::string &name : opt.start_from) {
                     const auto [start_scheme, start_options] = split_scheme(name);
-                    const auto start =
-                        std::find_if(entries.begin(), entries.end(), entry_of(start_scheme, start_options));
+                    const auto start = find_entry(start_scheme, start_options);
                     if (start == entries.end()) throw std::runtime_error("no entry to start from: " + name);
                     starts.push_back(Candidate{params_from_json((*start)["params"], shape), ""});
                 }

@@ -73,7 +73,8 @@ def main():
     md_path = args.md or base + ".md"
     png_path = args.png or base + ".png"
     baselines = bench_baselines(args.bench)
-    entries = sorted(tuned.get("entries", []), key=lambda e: (label(e), e["shape_class"], e["head_dim"]))
+    entries = sorted(tuned.get("entries", []),
+                     key=lambda e: (label(e), e["shape_class"], e["head_dim"], e.get("cpu_vendor", "")))
 
     lines = [
         f"# Tuned schedules for `{tuned.get('target', '?')}`",
@@ -85,7 +86,8 @@ def main():
         "(1,8,1024,1024,D), each with and without the causal mask; decode on (1,32,1,4096,D). An entry's own "
         "shapes are listed in the JSON (`tuning_shapes`), with the playoff rounds that decided it (`playoff`: "
         "the fastest candidates and the hand schedule measured again round-robin; entries without one "
-        "predate it). "
+        "predate it). The build takes the entries of its machine's CPU vendor first (`ATTNGEN_TUNED_CPU_VENDOR`), "
+        "then those for any vendor (entries tuned before the field). "
         "An autoscheduler marked ✗ failed (the reason is in the JSON); † marks a schedule that was timed on the "
         "tuning shapes but fails the reference check on smaller shapes (it is never chosen). Adams2019 runs "
         "greedily (beam size 1). An autoscheduler figure with a date in parentheses was measured by an earlier "
@@ -94,10 +96,10 @@ def main():
            f"D = 64), {BENCH_SHAPES[('prefill', 128)]} (prefill, D = 128) and {BENCH_SHAPES[('decode', 64)]} "
            "(decode), best over masks." if baselines else ""),
         "",
-        "| scheme | shape | D | tuned | hand | tuned/hand | " + " | ".join(AUTOSCHEDULERS)
+        "| scheme | shape | D | CPU vendor | tuned | hand | tuned/hand | " + " | ".join(AUTOSCHEDULERS)
         + (" | attngen (bench) | openblas (bench) | onednn (bench)" if baselines else "")
         + " | tuned parameters | candidates (failed) | date |",
-        "|---|---|---:|---:|---:|---:|" + "---:|" * len(AUTOSCHEDULERS) + ("---:|---:|---:|" if baselines else "") + "---|---|---|",
+        "|---|---|---:|---|---:|---:|---:|" + "---:|" * len(AUTOSCHEDULERS) + ("---:|---:|---:|" if baselines else "") + "---|---|---|",
     ]
     for e in entries:
         g = e["gflops"]
@@ -117,7 +119,7 @@ def main():
                   + ("" if p.get("trim_chunk_keys", 1) else ", no key trim"))
         c = e["candidates"]
         failed = c["failed_to_compile"] + c["failed_check"]
-        row = [label(e), e["shape_class"], str(e["head_dim"]), fmt(g["tuned"]), fmt(g["hand"]),
+        row = [label(e), e["shape_class"], str(e["head_dim"]), e.get("cpu_vendor") or "any", fmt(g["tuned"]), fmt(g["hand"]),
                f"{g['tuned'] / g['hand']:.2f}x" if g["hand"] else "—"] + autos
         if baselines:
             scheme = label(e)
@@ -141,7 +143,7 @@ def main():
     except ImportError:
         print("matplotlib not available: no plot", file=sys.stderr)
         return 0
-    names = [f"{label(e)}\n{e['shape_class']}" for e in entries]
+    names = [f"{label(e)}\n{e['shape_class']}" + (f"\n{e['cpu_vendor']}" if e.get("cpu_vendor") else "") for e in entries]
     series = [("tuned", [e["gflops"]["tuned"] for e in entries]), ("hand", [e["gflops"]["hand"] for e in entries])]
     for name in AUTOSCHEDULERS:
         series.append((name, [((e.get("autoschedulers", {}).get(name) or {}).get("gflops") or 0) for e in entries]))
