@@ -360,6 +360,7 @@ long take_flag(int *argc, char **argv, const char *name, long fallback) {
 // a core, the CPU's features name one; OpenBLAS reads OPENBLAS_CORETYPE when it loads, so the process
 // runs itself again with it set (execv returns only on failure: then the detected core stays).
 void use_openblas_core_for_cpu(char **argv) {
+#if defined(__x86_64__) && defined(__GNUC__)  // the x86 cores only; elsewhere OpenBLAS's own choice stays
     if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
     const std::string detected = openblas_get_corename();
     const char *const fallbacks[] = {"Prescott", "Core2",         "Penryn",    "Dunnington", "Nehalem",
@@ -381,6 +382,9 @@ void use_openblas_core_for_cpu(char **argv) {
                  detected.c_str(), core, core);
     setenv("OPENBLAS_CORETYPE", core, 1);
     execv("/proc/self/exe", argv);
+#else
+    (void)argv;
+#endif
 }
 
 bool has_arg(int argc, char **argv, const char *prefix) {
