@@ -95,21 +95,25 @@ void release_read_buffer() {
 }
 
 std::size_t last_level_cache_bytes() {
-    std::size_t largest = 0;
-    for (int index = 0; index < 16; index++) {
-        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-        std::ifstream type_file(dir + "type"), size_file(dir + "size");
-        std::string type, size;
-        if (!(type_file >> type) || !(size_file >> size)) break;
-        if (type == "Instruction" || size.empty()) continue;
-        std::size_t bytes = std::stoull(size);
-        const char unit = size.back();
-        if (unit == 'K') bytes <<= 10;
-        if (unit == 'M') bytes <<= 20;
-        if (unit == 'G') bytes <<= 30;
-        largest = std::max(largest, bytes);
-    }
-    return largest;
+    // Read from sysfs once: every decode row asks (decode_cache_layers).
+    static const std::size_t bytes = [] {
+        std::size_t largest = 0;
+        for (int index = 0; index < 16; index++) {
+            const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+            std::ifstream type_file(dir + "type"), size_file(dir + "size");
+            std::string type, size;
+            if (!(type_file >> type) || !(size_file >> size)) break;
+            if (type == "Instruction" || size.empty()) continue;
+            std::size_t level_bytes = std::stoull(size);
+            const char unit = size.back();
+            if (unit == 'K') level_bytes <<= 10;
+            if (unit == 'M') level_bytes <<= 20;
+            if (unit == 'G') level_bytes <<= 30;
+            largest = std::max(largest, level_bytes);
+        }
+        return largest;
+    }();
+    return bytes;
 }
 
 const ProbeResults &run_probes(int repetitions, std::size_t read_mib) {
