@@ -80,6 +80,13 @@ constexpr int kMaxAccumulatorVectors = 24;
 // loaded feeds one FMA per row; with 3 rows of 8 vectors V streams from L2 faster than it can).
 constexpr int kPvBlockVectors = 4;
 
+// Decode with head blocks reads a chunk's keys (in q.k) and values (in P.V) as this many interleaved
+// runs of the chunk, one key of each in turn: a core streams that many memory pages at once instead of
+// one, which the hardware prefetchers fetch concurrently. JIT, (1,32,1,4096,128) with 8 KV heads, L3
+// flushed before each call, same process, Intel Xeon (family 6 model 207): plain 0.77x, ALiBi and T5
+// 0.74-0.80x the time of one run (8 runs: the same; RoPE and xPos, whose time goes elsewhere, 0.97-1.01x).
+constexpr int kDecodeKeyRuns = 4;
+
 // Vectors of d a P.V block covers at a time, of a fixed head_dim's `vectors`: all of them, or parts of
 // kPvBlockVectors where they divide.
 int pv_part_vectors(int vectors) {
@@ -619,6 +626,11 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const bool rotate_in_dot_product = rotates_keys_in_dot_product(s, fixed_head_dim);
     const bool head_group_tasks = decode_tasks_run_head_groups(p);
     const int head_block = s.blocking.head_block;
+    // Keys read in interleaved runs (kDecodeKeyRuns): chunks of a fixed key count only.
+    const bool key_runs = head_block > 1 && !s.blocking.trim_chunk_keys && s.blocking.key_chunk % kDecodeKeyRuns == 0;
+    const int run_keys = s.blocking.key_chunk / kDecodeKeyRuns;
+    Var run("run"), run_key("run_key");
+    RVar value_run("value_run"), value_run_key("value_run_key");
     schedule_merge(s, output, loops, vw);
 
     // per_chunk: a chunk of one head; per_group_chunk: a chunk of all the task's heads.
@@ -685,7 +697,16 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     } else if (fixed_head_dim) {
         Var lane_v("lane_v");
         Func partial = s.qk.update().split(s.rd, outer, lane, vw).rfactor(lane, lane_v);
-        partial.compute_at(s.qk, s.jj).vectorize(lane_v);
+        if (key_runs) {
+            // (Not unrolled: where a scheme's scores need q.k on part of the chunk only, the
+            // runs' count varies. JIT, as above: unrolled 0.98x the time.)
+            s.qk.update()
+                .split(s.jj, run, run_key, run_keys, TailStrategy::GuardWithIf)
+                .reorder(lane, s.ii, run, run_key);
+            partial.compute_at(s.qk, run).vectorize(lane_v);
+        } else {
+            partial.compute_at(s.qk, s.jj).vectorize(lane_v);
+        }
         partial.update().vectorize(lane_v);
         s.qk.update().atomic().vectorize(lane);
         if (head_block > 1) {
@@ -724,6 +745,12 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             .vectorize(d_lane)
             .unroll(s.ii)
             .unroll(d_block);
+        if (key_runs) {
+            s.chunk_acc.update(0)
+                .split(s.rv, value_run, value_run_key, run_keys)
+                .reorder(d_lane, s.ii, d_block, value_run, value_run_key, d_part)
+                .unroll(value_run);
+        }
     } else if (fixed_head_dim) {
         s.chunk_acc.update(0)
             .split(s.d, d_block, d_lane, vw)
