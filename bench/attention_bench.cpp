@@ -124,8 +124,8 @@ int decode_cache_layers(const Config &c, double bytes_per_element) {
 
 // The problem's keys rotated once, as a decoder's KV cache holds them (attngen_rope, or attngen_xpos
 // with downscale, at positions 0..Lk-1), and `desc` switched to use them as such.
-std::vector<float> rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
-    std::vector<float> cache(p.k.size());
+Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
+    Floats cache(p.k.size());
     const attngen::Tensor raw = attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D});
     const attngen::Tensor rotated = attngen::tensor(cache.data(), {p.B, p.Hkv, p.Lk, p.D});
     char error[512] = "";
@@ -158,7 +158,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     }
     const Problem &p = *problem;
     const std::string key = std::string(impl_name(impl)) + "/" + c.name();
-    std::vector<float> out(p.q_size(), std::numeric_limits<float>::quiet_NaN());
+    Floats out(p.q_size(), std::numeric_limits<float>::quiet_NaN());
 
     std::function<void()> call;
     std::string label;
@@ -167,15 +167,15 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     attngen_attention_desc desc{};
     attngen::Tensor q_t{}, k_t{}, v_t{}, o_t{};
     attngen::Status status;
-    std::vector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
-    std::vector<float> k_cache;                  // rotated keys (Impl::AttngenKvCache)
+    AlignedVector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
+    Floats k_cache;                                // rotated keys (Impl::AttngenKvCache)
     // Decode: the other layers' K and V (decode_cache_layers), as tensors per layer (layer 0: the problem's).
-    std::vector<std::vector<float>> layer_k, layer_v;
-    std::vector<std::vector<uint16_t>> layer_k16, layer_v16;
+    std::vector<Floats> layer_k, layer_v;
+    std::vector<AlignedVector<uint16_t>> layer_k16, layer_v16;
     std::vector<attngen::Tensor> layer_k_t, layer_v_t;
     int layers = 1;
-    auto to_bf16 = [](const std::vector<float> &x) {
-        std::vector<uint16_t> y(x.size());
+    auto to_bf16 = [](const Floats &x) {
+        AlignedVector<uint16_t> y(x.size());
         for (std::size_t n = 0; n < x.size(); n++)
             y[n] = attngen::to_bf16(x[n]);
         return y;

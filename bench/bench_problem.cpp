@@ -125,8 +125,8 @@ bool Problem::has_positional_bias() const {
 namespace {
 
 // splitmix64: fast, seeded uniform floats in [lo, hi).
-std::vector<float> random_floats(std::size_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
-    std::vector<float> out(n);
+Floats random_floats(std::size_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
+    Floats out(n);
     uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     for (float &x : out) {
         uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -224,8 +224,7 @@ std::unique_ptr<Problem> make_problem(const Config &c, uint64_t seed) {
             // decay zeta_f^((n + centre)/scale_base), zeta_f = (2f + 0.4D)/(1.4D), keys divided by it.
             p->rotary_interleaved = true;
             p->xpos_centre = -((Lk + 1) / 2);
-            auto fill = [&](int rows, int position0, bool downscale, std::vector<float> &cos_t,
-                            std::vector<float> &sin_t) {
+            auto fill = [&](int rows, int position0, bool downscale, Floats &cos_t, Floats &sin_t) {
                 for (int n = 0; n < rows; n++)
                     for (int f = 0; f < pairs; f++) {
                         const float position = float(position0 + n);
@@ -246,7 +245,7 @@ std::unique_ptr<Problem> make_problem(const Config &c, uint64_t seed) {
             p->rotary_interleaved = c.scheme == SchemeId::RopeInterleaved;
             const std::vector<float> inv_freq = attngen::rope_inv_freq(p->rope, D, Lk, nullptr, &status);
             if (!status) throw std::runtime_error(status.message);
-            auto fill = [&](int rows, int position0, std::vector<float> &cos_t, std::vector<float> &sin_t) {
+            auto fill = [&](int rows, int position0, Floats &cos_t, Floats &sin_t) {
                 for (int n = 0; n < rows; n++)
                     for (int f = 0; f < pairs; f++) {
                         const float angle = float(position0 + n) * inv_freq[std::size_t(f)];
@@ -269,7 +268,7 @@ attngen_attention_desc make_desc(const Problem &p) {
     const char *device = std::getenv("ATTNGEN_BENCH_DEVICE");
     const std::string name = device ? device : "cpu";
     d.device = name == "cuda" ? ATTNGEN_DEVICE_CUDA : name == "opencl" ? ATTNGEN_DEVICE_OPENCL : ATTNGEN_DEVICE_CPU;
-    auto view = [](const std::vector<float> &values, std::initializer_list<int64_t> shape) {
+    auto view = [](const Floats &values, std::initializer_list<int64_t> shape) {
         return attngen::tensor(values.data(), shape);
     };
     switch (p.config.scheme) {
