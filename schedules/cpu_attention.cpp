@@ -80,11 +80,13 @@ constexpr int kMaxAccumulatorVectors = 24;
 // loaded feeds one FMA per row; with 3 rows of 8 vectors V streams from L2 faster than it can).
 constexpr int kPvBlockVectors = 4;
 
-// Decode with head blocks reads a chunk's keys (in q.k) and values (in P.V) as this many interleaved
+// Decode (fp32 dot products) reads a chunk's keys (in q.k) and values (in P.V) as this many interleaved
 // runs of the chunk, one key of each in turn: a core streams that many memory pages at once instead of
-// one, which the hardware prefetchers fetch concurrently. JIT, (1,32,1,4096,128) with 8 KV heads, L3
-// flushed before each call, same process, Intel Xeon (family 6 model 207): plain 0.77x, ALiBi and T5
-// 0.74-0.80x the time of one run (8 runs: the same; RoPE and xPos, whose time goes elsewhere, 0.97-1.01x).
+// one, which the hardware prefetchers fetch concurrently. Intel Xeon (family 6 model 207), (1,32,1,4096,128),
+// L3 flushed before each call (JIT) or K and V cycled through twice the L3 (AOT, kv_layers), time with
+// runs / without: 8 KV heads, AOT, plain 0.79-0.81x, ALiBi, T5, Shaw, DeBERTa 0.81-0.86x, RoPE and xPos
+// (whose time goes elsewhere) 0.92-0.98x, bf16 K/V 0.72-0.97x; 32 KV heads, AOT, plain 0.92-0.96x,
+// ALiBi, Shaw, RoPE 0.92-0.96x, T5 and xPos 0.99-1.01x, bf16 K/V 0.80-0.95x. (8 runs: the same as 4.)
 constexpr int kDecodeKeyRuns = 4;
 
 // Vectors of d a P.V block covers at a time, of a fixed head_dim's `vectors`: all of them, or parts of
@@ -627,7 +629,7 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const bool head_group_tasks = decode_tasks_run_head_groups(p);
     const int head_block = s.blocking.head_block;
     // Keys read in interleaved runs (kDecodeKeyRuns): chunks of a fixed key count only.
-    const bool key_runs = head_block > 1 && !s.blocking.trim_chunk_keys && s.blocking.key_chunk % kDecodeKeyRuns == 0;
+    const bool key_runs = !s.blocking.trim_chunk_keys && s.blocking.key_chunk % kDecodeKeyRuns == 0;
     const int run_keys = s.blocking.key_chunk / kDecodeKeyRuns;
     Var run("run"), run_key("run_key");
     RVar value_run("value_run"), value_run_key("value_run_key");
@@ -757,6 +759,12 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
             .reorder(d_lane, d_block, s.ii, s.rv)
             .vectorize(d_lane)
             .unroll(d_block);
+        if (key_runs) {
+            s.chunk_acc.update(0)
+                .split(s.rv, value_run, value_run_key, run_keys)
+                .reorder(d_lane, d_block, s.ii, value_run, value_run_key)
+                .unroll(value_run);
+        }
     } else {
         s.chunk_acc.update(0).reorder(s.d, s.ii, s.rv).vectorize(s.d, vw, guard);
     }
