@@ -9,12 +9,12 @@ using namespace Halide;
 namespace {
 
 // e^x for the softmax's x = score - max <= 0, in ~16 vector operations (Halide's exp takes ~24,
-// and it runs once per score). x = r - m ln2 with |r| <= ln2/2 (one FMA: m <= 126, so the
+// and it runs once per score). x = r - m ln2 with |r| <= ln2/2 (one FMA: m <= 58, so the
 // rounding of ln2 adds < 3e-7 relative error), e^r by its Taylor polynomial of `degree` (6: < 2e-7;
 // 4: < 6e-5, 1/30 of bf16's relative rounding error, for probabilities rounded to bf16), 2^-m built in the
-// exponent bits. x below -87 (masked scores) gives exactly 0.
+// exponent bits. x below kNegligibleExponent (masked scores too) gives exactly 0.
 Expr exp_nonpositive(const Expr &x, int degree = 6) {
-    Expr clamped = max(x, -87.0f);
+    Expr clamped = max(x, kNegligibleExponent);
     Expr m = cast<int>(0.5f - clamped * 1.44269504f);  // round(-x / ln2), as x <= 0
     Expr r = clamped + cast<float>(m) * 0.693147181f;
     // Horner from the top: 1/n!, then 1/(n-1)!, ..., 1, 1.
@@ -27,7 +27,13 @@ Expr exp_nonpositive(const Expr &x, int degree = 6) {
         poly = poly * r + 1.0f / factorial;
     }
     Expr two_to_minus_m = reinterpret<float>((127 - m) << 23);
-    return select(x < -87.0f, 0.0f, poly * two_to_minus_m);
+    return select(x < kNegligibleExponent, 0.0f, poly * two_to_minus_m);
+}
+
+// e^x for the merge's chunk weights (x <= 0, once per row and chunk), with the same floor: a subnormal
+// weight would make every product with the chunk's accumulators subnormal.
+Expr merge_weight(const Expr &x) {
+    return select(x < kNegligibleExponent, 0.0f, exp(x));
 }
 
 }  // namespace
@@ -482,7 +488,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         s.row_max(ii, it, h, b) = kMaskedScore;
         s.row_max(ii, it, h, b) = max(s.row_max(ii, it, h, b), s.chunk_state(0, ii, visible_rc, it, h, b)[1]);
         s.chunk_weight = Func("chunk_weight");
-        s.chunk_weight(ii, c, it, h, b) = exp(s.chunk_state(0, ii, c, it, h, b)[1] - s.row_max(ii, it, h, b));
+        s.chunk_weight(ii, c, it, h, b) = merge_weight(s.chunk_state(0, ii, c, it, h, b)[1] - s.row_max(ii, it, h, b));
         s.row_sum = Func("row_sum");
         s.row_sum(ii, it, h, b) = 0.f;
         s.row_sum(ii, it, h, b) +=
@@ -502,7 +508,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr old_sum = s.online_state(d, ii, it, h, b)[2];
         Expr chunk_max = s.chunk_max(ii, visible_rc, it, h, b);
         Expr new_max = max(old_max, chunk_max);
-        Expr keep = exp(old_max - new_max), take = exp(chunk_max - new_max);
+        Expr keep = merge_weight(old_max - new_max), take = merge_weight(chunk_max - new_max);
         s.online_state(d, ii, it, h, b) = Tuple(old_acc * keep + s.chunk_acc(d, ii, visible_rc, it, h, b) * take,
                                                 new_max, old_sum * keep + s.chunk_sum(ii, visible_rc, it, h, b) * take);
         row_acc = s.online_state(d, output_row, output_tile, output_head, b)[0];

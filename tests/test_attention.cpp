@@ -462,6 +462,26 @@ TEST_CASE("sdpa: negative large logits (all scores around -1e4) do not underflow
     CHECK_MATCHES_REFERENCE(c);
 }
 
+TEST_CASE("sdpa: scores spread 200 below the row max (weights flushed to 0 below e^-40)",
+          "[attention][sdpa][numerics]") {
+    // Key j scores -0.2 |j - peak| relative to the row max: the weights cross e^-40 (flushed) and e^-87 (the
+    // fp32 exponential's floor) within a chunk, and whole chunks lie more than 40 below the max.
+    const int Lk = 1100, D = 16, peak = 500;
+    for (int Lq : {1, 7}) {
+        AttnCase c = sdpa(1, 2, 2, Lq, Lk, D, 106 + Lq);
+        for (std::size_t n = 0; n < c.q.size(); n++)
+            c.q[n] = n % D == 0 ? 4.0f : 0.01f * c.q[n];  // scale 1/4: score = k[0] + small
+        for (int h = 0; h < 2; h++) {
+            for (int j = 0; j < Lk; j++) {
+                float &k0 = c.k[(std::size_t(h) * Lk + j) * D];
+                k0 = -0.2f * float(std::abs(j - peak - h)) + 0.01f * k0;
+            }
+        }
+        INFO("Lq " << Lq);
+        CHECK_MATCHES_REFERENCE(c);
+    }
+}
+
 TEST_CASE("sdpa: every row fully masked gives zeros, not NaN", "[attention][sdpa][numerics]") {
     for (int Lq : {1, 6}) {
         AttnCase c = sdpa(2, 2, 2, Lq, 6, 16, 103, ATTNGEN_MASK_CAUSAL);
