@@ -464,8 +464,8 @@ TEST_CASE("sdpa: negative large logits (all scores around -1e4) do not underflow
 
 TEST_CASE("sdpa: scores spread 200 below the row max (weights flushed to 0 below e^-40)",
           "[attention][sdpa][numerics]") {
-    // Key j scores -0.2 |j - peak| relative to the row max: the weights cross e^-40 (flushed) and e^-87 (the
-    // fp32 exponential's floor) within a chunk, and whole chunks lie more than 40 below the max.
+    // Key j scores -0.2 |j - peak| relative to the row max: the weights cross e^-40 (flushed) and e^-87
+    // (fp32's smallest normal number) within a chunk, and whole chunks lie more than 40 below the max.
     const int Lk = 1100, D = 16, peak = 500;
     for (int Lq : {1, 7}) {
         AttnCase c = sdpa(1, 2, 2, Lq, Lk, D, 106 + Lq);
