@@ -2,8 +2,8 @@
 """Runs attngen-tune briefly (one scheme, decode, host target) into a file holding an entry of the same
 kind for any CPU vendor and one for another vendor, and checks what it wrote: both kept as they were,
 and one entry for this machine's vendor whose winner passed the reference check, a playoff of the hand
-schedule and up to two other candidates over three rounds, and a winner that is the playoff's best
-median."""
+schedule and up to two other candidates over three rounds, timed cold (decode), and a winner that is
+the playoff's best median."""
 import json
 import os
 import statistics
@@ -46,6 +46,7 @@ else:  # no vendor to name: the entry for any vendor is this machine's, replaced
 assert entry["cpu_vendor"] == vendor and entry["machine"].get("vendor", "") == vendor, (entry["cpu_vendor"], vendor)
 assert entry["scheme"] == "sdpa" and entry["shape_class"] == "decode", entry
 assert entry["tuning_shapes"] == ["(1,32,1,4096,64) causal", "(1,32,1,4096,64) kv8 causal"], entry["tuning_shapes"]
+assert entry["timing"] == "cold: caches evicted before each call", entry["timing"]
 playoff = entry["playoff"]
 assert 1 <= len(playoff) <= 3, playoff
 assert all(len(f["gflops_rounds"]) == 3 and min(f["gflops_rounds"]) > 0 for f in playoff), playoff

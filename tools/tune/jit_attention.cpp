@@ -371,9 +371,10 @@ void JitAttention::prepare(const ProblemShape &s, const SchemeInputs &inputs, ui
     compiled_.realize(out_);  // warm-up
 }
 
-std::vector<double> JitAttention::time(int repetitions) {
+std::vector<double> JitAttention::time(int repetitions, const std::function<void()> &before_each) {
     std::vector<double> samples;
     for (int n = 0; n < repetitions; n++) {
+        if (before_each) before_each();
         auto start = std::chrono::steady_clock::now();
         compiled_.realize(out_);
         samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

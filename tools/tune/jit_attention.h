@@ -8,6 +8,7 @@
 
 #include <Halide.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,8 +63,9 @@ public:
                            const std::vector<float> &v, const SchemeInputs &inputs);
     // Sets up a problem (random data) for timing; then time() runs it.
     void prepare(const ProblemShape &shape, const SchemeInputs &inputs, uint64_t seed);
-    // `repetitions` timed runs of the prepared problem, seconds each.
-    std::vector<double> time(int repetitions);
+    // `repetitions` timed runs of the prepared problem, seconds each; `before_each` (untimed) runs
+    // before every one.
+    std::vector<double> time(int repetitions, const std::function<void()> &before_each = nullptr);
     double compile_seconds() const { return compile_seconds_; }
     // Loops an autoscheduler unrolled over a run-time extent, made serial so that it compiles.
     int serialized_unrolls() const { return serialized_unrolls_; }
