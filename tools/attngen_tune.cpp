@@ -107,8 +107,12 @@ void evict_caches() {
     eviction_sink = sum;
 }
 
+bool timed_cold(ShapeClass shape) {
+    return shape == ShapeClass::Decode;
+}
+
 const char *timing_name(ShapeClass shape) {
-    return shape == ShapeClass::Decode ? "cold: caches evicted before each call" : "warm";
+    return timed_cold(shape) ? "cold: caches evicted before each call" : "warm";
 }
 
 double median(std::vector<double> v) {
@@ -168,10 +172,10 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
     try {
         double log_rate_sum = 0;
         const std::vector<ProblemShape> shapes = tuning_shapes(shape, head_dim);
+        const std::function<void()> before_each = timed_cold(shape) ? evict_caches : nullptr;
         for (const ProblemShape &s : shapes) {
             SchemeInputs inputs(scheme, options, s, 7);
             jit->prepare(s, inputs, 13);
-            const auto before_each = shape == ShapeClass::Decode ? std::function<void()>(evict_caches) : nullptr;
             log_rate_sum += std::log(s.flops() / median(jit->time(repetitions, before_each)) * 1e-9);
         }
         m.gflops = std::exp(log_rate_sum / double(shapes.size()));
