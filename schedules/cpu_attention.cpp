@@ -46,7 +46,8 @@ OutputLoops schedule_output_cpu(Func output, const CpuScheduleParams &params, Sh
     const int tile = params.blocking.query_tile;
     output.split(i, loops.tile, ii, tile, TailStrategy::GuardWithIf);
     if (heads_per_task.defined()) {
-        // The group divides the heads (as the KV heads do): the guard never fails.
+        // A task's heads divide the heads (a KV group does, as does schedule_attention's power of two): the
+        // guard never fails.
         output.split(h, head_group, loops.task_head, heads_per_task, TailStrategy::GuardWithIf)
             .reorder(d, ii, loops.task_head, loops.tile, b, head_group)
             .fuse(b, head_group, loops.heads);
