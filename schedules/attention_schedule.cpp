@@ -59,7 +59,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
                 Halide::select(group % p == 0 && keeps_blocks && (tasks % pool == 0 || tasks >= 4 * pool), p, parts);
         }
         heads_per_task = Halide::max(group / parts, 1);
-        // Multi-head attention whose q.k rotates keys (RoPE, xPos; fp32 keys, a fixed head_dim): a task
+        // Multi-head attention whose q.k rotates keys (RoPE, xPos; a fixed head_dim): a task
         // runs up to kMaxRotatingHeadsPerTask heads, which take turns on each key chunk, so all but the
         // first read the chunk's rows of the per-call cos/sin table from the core's L2. With one head a
         // task, each head reads the whole table from L3 (64 MiB at (1,32,1,4096,128), as much as its
