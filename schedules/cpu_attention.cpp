@@ -612,14 +612,13 @@ void schedule_bf16_dot_pv(AttentionStages &s, const LoopLevel &per_chunk, int vw
 // (JIT, (1,32,1,4096,128), same process: RoPE and xPos 2-11 % faster). A key rotation
 // (Scheme::key_rotation) is applied there as the query's transposed rotation (key_rotation_in_product),
 // also to bf16 keys (attention_pipeline: with one head a task it measured 14 % slower for interleaved
-// RoPE, with multi-head tasks 0.53-0.78x the time); another key transform (fp32 keys only) would be
-// computed inline per key. Not where query heads share KV heads (the variant's copy for GQA, see head_sharing_split):
-// there a chunk's keys are rotated once for the group's heads (JIT, (1,32,1,4096,128) with 8 KV heads, same process,
-// head-group tasks: RoPE half 0.91x, interleaved 0.68x, xPos 0.75x the time of rotating in the dot product; for
-// multi-head attention rotating per chunk took 1.11-1.23x as long).
+// RoPE, with multi-head tasks 0.53-0.78x the time). Where query heads share KV heads (the variant's
+// copy for GQA, see head_sharing_split) fp32 keys are transformed inline in the head block's q.k, which
+// reads each key vector once for the block's heads (JIT, (1,32,1,4096,128) with 8 KV heads, L3 flushed, same
+// process, 11 rounds, causal: RoPE half 0.98x, interleaved 0.88x, xPos 0.92x the time of a rotated copy
+// per chunk); bf16 keys keep that copy.
 bool rotates_keys_in_dot_product(const AttentionStages &s, bool fixed_head_dim) {
-    return s.key_rotation_in_product || (s.transforms_key && fixed_head_dim && s.key_storage == Float(32) &&
-                                         s.head_sharing != HeadSharing::SharedKvHeads);
+    return s.key_rotation_in_product || (s.transforms_key && fixed_head_dim && s.key_storage == Float(32));
 }
 
 void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, const CpuScheduleParams &p,
