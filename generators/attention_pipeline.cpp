@@ -68,9 +68,10 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         p.single_row_tiles = blocking.query_tile == 1;
         std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
         // A rotation in q.k needs the channel pairing fixed (constant per vector of channels) and
-        // pays off only when each key serves one query head (KV heads shared: rotated once per chunk
-        // for the group). bf16 keys too, since multi-head tasks share the cos/sin rows (schedule_attention):
-        // AOT, (1,32,1,4096,128) bf16, 2 alternating runs, 0.53-0.78x the time of a rotated fp32 copy per chunk.
+        // pays off only when each key serves one query head (KV heads shared: each key is rotated once for
+        // the group's head block, schedule_decode). bf16 keys too, since multi-head tasks share the cos/sin rows
+        // (schedule_attention): AOT, (1,32,1,4096,128) bf16, 2 alternating runs, 0.53-0.78x the time of a rotated fp32
+        // copy per chunk.
         Blocking variant_blocking = blocking;
         if (sharing != HeadSharing::SharedKvHeads) variant_blocking.head_block = 0;
         variant_blocking.key_rotation_in_product &= fixed > 0 && sharing != HeadSharing::SharedKvHeads;

@@ -27,6 +27,9 @@ class WidenBoolLets : public Halide::Internal::IRMutator {
 void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &target, ShapeClass shape,
                         const CpuScheduleParams &cpu, const GpuScheduleParams &gpu, const Halide::Expr &threads) {
     const bool on_gpu = target.has_gpu_feature();
+    // The threads get an even share of `tasks` (or enough of them that a remainder does not matter).
+    const Halide::Expr pool = Halide::max(threads, 1);
+    auto shares_evenly = [&](const Halide::Expr &tasks) { return tasks % pool == 0 || tasks >= 4 * pool; };
     // CPU prefill of a scheme that transforms keys (RoPE, xPos) or has a per-call table (DeBERTa's p2c):
     // one task per (head, batch) pair, which transforms the pair's keys (computes its table) and then
     // runs its query tiles in order while they are in the core's cache. Where the pairs do not share
@@ -36,9 +39,9 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     Halide::Expr tiles_per_task;
     if (!on_gpu && shape == ShapeClass::Prefill && prefill_runs_pair_tasks(pipeline.variants.front())) {
         const AttentionStages &first = pipeline.variants.front();
-        const Halide::Expr pairs = first.heads * first.batch, pool = Halide::max(threads, 1);
+        const Halide::Expr pairs = first.heads * first.batch;
         const Halide::Expr tiles = (first.q_len + cpu.blocking.query_tile - 1) / cpu.blocking.query_tile;
-        tiles_per_task = Halide::select(pairs % pool == 0 || pairs >= 4 * pool, tiles, 1);
+        tiles_per_task = Halide::select(shares_evenly(pairs), tiles, 1);
     }
     // CPU decode with one task per query row: a task runs query heads that share a KV head (GQA, MQA),
     // so each key chunk is read from memory once per task (schedule_decode). The whole group, or
@@ -46,7 +49,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     Halide::Expr heads_per_task;
     if (!on_gpu && shape == ShapeClass::Decode && decode_tasks_run_head_groups(cpu)) {
         const AttentionStages &first = pipeline.variants.front();
-        const Halide::Expr group = first.heads / first.kv_heads, pool = Halide::max(threads, 1);
+        const Halide::Expr group = first.heads / first.kv_heads;
         // Where a head block divides the group (its copy runs), a task keeps whole blocks.
         const int block = cpu_algorithm_blocking(cpu, shape).head_block;
         // One head per task (one block of heads), if nothing better.
@@ -55,8 +58,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
             const Halide::Expr tasks = first.kv_heads * first.batch * p;
             const Halide::Expr keeps_blocks =
                 block > 1 ? group % block != 0 || (group / p) % block == 0 : Halide::Internal::const_true();
-            parts =
-                Halide::select(group % p == 0 && keeps_blocks && (tasks % pool == 0 || tasks >= 4 * pool), p, parts);
+            parts = Halide::select(group % p == 0 && keeps_blocks && shares_evenly(tasks), p, parts);
         }
         heads_per_task = Halide::max(group / parts, 1);
         // Multi-head attention whose q.k rotates keys (RoPE, xPos; a fixed head_dim): a task
@@ -77,8 +79,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
             Halide::Expr heads_for_table = 1;
             for (int p = 2; p <= kMaxRotatingHeadsPerTask; p *= 2) {
                 const Halide::Expr tasks = first.heads * first.batch / p;
-                heads_for_table = Halide::select(first.heads % p == 0 && (tasks % pool == 0 || tasks >= 4 * pool), p,
-                                                 heads_for_table);
+                heads_for_table = Halide::select(first.heads % p == 0 && shares_evenly(tasks), p, heads_for_table);
             }
             heads_per_task = Halide::select(group == 1 && rotates_in_product, heads_for_table, heads_per_task);
         }

@@ -688,8 +688,9 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
         per_score = LoopLevel(s.scores, key_block);
     }
     // (A group's heads rotating keys in their own dot products once took turns on 16-key blocks to share
-    // K and table rows in L1; the grouped-query copy rotates per chunk instead, and with groups of one
-    // head the blocks measured the same as none: JIT, (1,32,1,4096,128), 0.93-1.06x.)
+    // K and table rows in L1; the grouped-query copy rotates in the head block's q.k instead (bf16 keys:
+    // per chunk), and with groups of one head the blocks measured the same as none: JIT, (1,32,1,4096,128),
+    // 0.93-1.06x.)
     s.qk.compute_at(per_chunk).vectorize(s.jj, vw, guard);
     RVar outer("outer"), lane("lane");
     if (fixed_head_dim && s.bf16_dot_products) {
@@ -796,7 +797,7 @@ HeadSharingSplit head_sharing_split(const Target &target, ShapeClass shape, cons
     if (target.has_gpu_feature() || shape != ShapeClass::Decode || !decode_tasks_run_head_groups(cpu)) return nullptr;
     // Head-group decode tasks: every fixed-head_dim variant gets a grouped-query copy whose tiles are blocks
     // of query heads of one KV group (Blocking::head_block), so each key and value a chunk loads serves the
-    // block; it rotates keys (RoPE, xPos) once per chunk for the task's heads (schedule_decode). AOT, same
+    // block; it rotates keys (RoPE, xPos) once for the block's heads (schedule_decode). AOT, same
     // process, 61 alternating calls, (1,32,1,4096,128) with 8 KV heads, time with blocks of 4 over one head a
     // tile, causal / none (2026-12-03, beside a CI build): bf16 plain 0.77 / 0.76, ALiBi 0.74 / 0.72, T5
     // 0.77 / 0.74, Shaw 0.83 / 0.83, DeBERTa 0.87 / 0.63, xPos 0.93 / 0.95, RoPE 0.99-1.01; fp32 (memory-bound,
