@@ -1,6 +1,7 @@
 #include "attention_algorithm.h"
 
 #include <stdexcept>
+#include <vector>
 
 namespace attngen {
 
@@ -8,26 +9,26 @@ using namespace Halide;
 
 namespace {
 
-// e^x for the softmax's x = score - max <= 0, in ~16 vector operations (Halide's exp takes ~24,
+// e^x for the softmax's x = score - max <= 0, in ~15 vector operations (Halide's exp takes ~24,
 // and it runs once per score). x = r - m ln2 with |r| <= ln2/2 (one FMA: m <= 58, so the
-// rounding of ln2 adds < 3e-7 relative error), e^r by its Taylor polynomial of `degree` (6: < 2e-7;
-// 4: < 6e-5, 1/30 of bf16's relative rounding error, for probabilities rounded to bf16), 2^-m built in the
-// exponent bits. x below kNegligibleExponent (masked scores too) gives exactly 0.
-Expr exp_nonpositive(const Expr &x, int degree = 6) {
+// rounding of ln2 adds < 3e-7 relative error), e^r = 1 + r q(r), 2^-m built in the exponent bits.
+// q is a degree-4 minimax fit (relative error of e^r < 1e-7, < 1.7e-7 in fp32 arithmetic; an operation
+// less than the degree-6 Taylor polynomial it replaced), or with `bf16_weights` from e^r's degree-4
+// Taylor polynomial (< 6e-5, 1/30 of bf16's relative rounding error, for probabilities rounded to bf16).
+// x below kNegligibleExponent (masked scores too) gives exactly 0; the clamp keeps m's conversion in range.
+Expr exp_nonpositive(const Expr &x, bool bf16_weights = false) {
     Expr clamped = max(x, kNegligibleExponent);
     Expr m = cast<int>(0.5f - clamped * 1.44269504f);  // round(-x / ln2), as x <= 0
     Expr r = clamped + cast<float>(m) * 0.693147181f;
-    // Horner from the top: 1/n!, then 1/(n-1)!, ..., 1, 1.
-    float factorial = 1.0f;
-    for (int n = 2; n <= degree; n++)
-        factorial *= float(n);
-    Expr poly = 1.0f / factorial;
-    for (int n = degree; n >= 1; n--) {
-        factorial /= float(n);
-        poly = poly * r + 1.0f / factorial;
-    }
+    const std::vector<float> coefficients =  // q's, highest power first
+        bf16_weights ? std::vector<float>{1.0f / 24, 1.0f / 6, 0.5f, 1.0f}
+                     : std::vector<float>{0.008290312252938747f, 0.041897933930158615f, 0.1666763573884964f,
+                                          0.4999915063381195f, 0.9999997019767761f};
+    Expr q = coefficients[0];
+    for (size_t n = 1; n < coefficients.size(); n++)
+        q = q * r + coefficients[n];
     Expr two_to_minus_m = reinterpret<float>((127 - m) << 23);
-    return select(x < kNegligibleExponent, 0.0f, poly * two_to_minus_m);
+    return select(x < kNegligibleExponent, 0.0f, (1.0f + r * q) * two_to_minus_m);
 }
 
 // e^x for the merge's chunk weights (x <= 0, once per row and chunk), with the same floor: a subnormal
@@ -341,8 +342,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr pivot = select(chunk_max > kFullyMaskedBelow, chunk_max, 0.f);
     s.probs = Func("probs");
     // Rounded to bf16 for the dot products, the probabilities need only a degree-4 exponential.
-    s.probs(ii, jj, c, it, h, b) =
-        exp_nonpositive(s.scores(ii, jj, c, it, h, b) - pivot, dot_products_in_row_pairs ? 4 : 6);
+    s.probs(ii, jj, c, it, h, b) = exp_nonpositive(s.scores(ii, jj, c, it, h, b) - pivot, dot_products_in_row_pairs);
     s.chunk_sum = Func("chunk_sum");
     s.chunk_sum(ii, c, it, h, b) = 0.f;
     Var pair("pair"), key_pair("key_pair"), g("g");
