@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -92,6 +93,16 @@ double time_read_once(std::size_t bytes) {
 
 void release_read_buffer() {
     g_read_buffer = std::vector<float>();
+}
+
+double read_gbs_now() {
+    const std::size_t bytes = std::max<std::size_t>(g_results.read_mib, 1) << 20;
+    if (g_read_buffer.size() != bytes / sizeof(float)) time_read_once(bytes);  // allocation and first touch
+    double times[3];
+    for (double &t : times)
+        t = time_read_once(bytes);
+    std::sort(std::begin(times), std::end(times));
+    return double(bytes) / times[1] * 1e-9;
 }
 
 std::size_t last_level_cache_bytes() {

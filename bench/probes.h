@@ -28,6 +28,11 @@ double time_sgemm_once(int n);
 // One timed sum of `bytes` of floats by kProbeThreads std::threads, in seconds (buffer kept between calls).
 double time_read_once(std::size_t bytes);
 void release_read_buffer();
+// The read bandwidth now (1e9 bytes/s): the median of 3 timed reads of the start-up probe's buffer size, which
+// stays allocated for the next call. Decode rows take it right after their timed loop, as their pct_read_bw
+// reference: the memory's speed drifts with the host (a start-up probe read 21.8 GB/s where the run's median
+// was 27.6), so a reference from minutes earlier could move a row's percentage by a quarter.
+double read_gbs_now();
 
 // The largest data cache's size in bytes (the last level: L3 where there is one), from sysfs; 0 if unknown.
 std::size_t last_level_cache_bytes();

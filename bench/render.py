@@ -176,7 +176,9 @@ def markdown(context, table, probes, source):
         lines.append("attngen CPU variant(s): " + "; ".join(f"`{t}`" for t in cpu_targets) + ".")
     lines.append("")
     lines.append("GFLOP/s counts 4·B·H·Lq·Lk·D (halved when causal and Lq > 1); 'with extra' adds the scheme's "
-                 "content-position products (Shaw, TXL, DeBERTa). Medians over repetitions; ratios are attngen / baseline.")
+                 "content-position products (Shaw, TXL, DeBERTa). Medians over repetitions; ratios are attngen / baseline. "
+                 "'% read bw' is against a read probe run right after each decode row (its `read_probe_GB/s`; rows "
+                 "without that counter used the start-up probe).")
     lines.append("")
     header = ["scheme", "mask", "shape", "attngen GFLOP/s", "% sgemm peak", "with extra", "openblas", "onednn",
               "naive", "attngen/openblas", "attngen/onednn", "decode GB/s", "% read bw", "attngen ms", "bf16 GFLOP/s",

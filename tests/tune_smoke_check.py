@@ -2,8 +2,8 @@
 """Runs attngen-tune briefly (one scheme, decode, host target) into a file holding an entry of the same
 kind for any CPU vendor and one for another vendor, and checks what it wrote: both kept as they were,
 and one entry for this machine's vendor whose winner passed the reference check, a playoff of the hand
-schedule and up to two other candidates over three rounds, timed cold (decode), and a winner that is
-the playoff's best median."""
+schedule, the earlier entry and a candidate of the search over five rounds, timed cold (decode), and a
+winner chosen by the paired rule (tools/tune/playoff.h) against the earlier entry."""
 import json
 import os
 import statistics
@@ -48,14 +48,28 @@ assert entry["scheme"] == "sdpa" and entry["shape_class"] == "decode", entry
 assert entry["tuning_shapes"] == ["(1,32,1,4096,64) causal", "(1,32,1,4096,64) kv8 causal"], entry["tuning_shapes"]
 assert entry["timing"] == "cold: caches evicted before each call", entry["timing"]
 playoff = entry["playoff"]
-assert 1 <= len(playoff) <= 3, playoff
-assert all(len(f["gflops_rounds"]) == 3 and min(f["gflops_rounds"]) > 0 for f in playoff), playoff
+assert 2 <= len(playoff) <= 3, playoff
+assert all(len(f["gflops_rounds"]) == 5 and min(f["gflops_rounds"]) > 0 for f in playoff), playoff
 medians = [statistics.median(f["gflops_rounds"]) for f in playoff]
-best = max(range(len(playoff)), key=lambda n: medians[n])
+# The incumbent: the earlier entry (for any vendor: tile 1, chunk 256), measured again.
+incumbents = [n for n, f in enumerate(playoff) if f["incumbent"]]
+assert len(incumbents) == 1 and playoff[incumbents[0]]["candidate"].startswith("tile 1 chunk 256"), playoff
+incumbent = incumbents[0]
+# Paired: each finalist's median ratio to the incumbent's rate in the same round; a winner other than the
+# incumbent has one of at least 1.02 and was faster in more than half of the rounds, and the highest.
+ratios = []
+for n, f in enumerate(playoff):
+    paired = [a / b for a, b in zip(f["gflops_rounds"], playoff[incumbent]["gflops_rounds"])]
+    ratios.append(statistics.median(paired))
+    assert abs(f["median_ratio_to_incumbent"] - ratios[-1]) < 1e-9, (f, ratios[-1])
+    assert f["rounds_faster"] == (0 if n == incumbent else sum(r > 1 for r in paired)), f
+qualified = [n for n, f in enumerate(playoff)
+             if n != incumbent and ratios[n] >= 1.02 and 2 * f["rounds_faster"] > 5]
+best = max(qualified, key=lambda n: ratios[n]) if qualified else incumbent
 assert abs(entry["gflops"]["tuned"] - medians[best]) < 1e-9 * medians[best], (entry["gflops"], medians)
 assert abs(entry["gflops"]["hand"] - medians[0]) < 1e-9 * medians[0], (entry["gflops"], medians)
 p = entry["params"]
 described = f"tile {p['query_tile']} chunk {p['key_chunk']}"
 assert playoff[best]["candidate"].startswith(described), (playoff[best], p)
-print(f"tuner smoke: winner {playoff[best]['candidate']} at {medians[best]:.1f} GFLOP/s, "
-      f"hand {medians[0]:.1f}, {len(playoff)} finalists")
+print(f"tuner smoke: winner {playoff[best]['candidate']} at {medians[best]:.1f} GFLOP/s "
+      f"({ratios[best]:.3f}x the incumbent's rate), hand {medians[0]:.1f}, {len(playoff)} finalists")

@@ -4,6 +4,7 @@
 // autoschedulers (Adams2019, Mullapudi2016, Li2018) run as additional candidates. Winners are
 // written to schedules/tuned/<target>.json, which the build turns into kernels.
 #include "tune/jit_attention.h"
+#include "tune/playoff.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -50,7 +52,7 @@ struct Options {
     // measured as starting points and always reach the playoff: schemes that share plain attention's
     // loops can start from its tuned blocking.
     std::vector<std::string> start_from;
-    int playoff_rounds = 3;
+    int playoff_rounds = 5;
 };
 
 struct Measured {
@@ -120,6 +122,21 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+// A compiled candidate's rate on the tuning shapes: the geometric mean of each shape's GFLOP/s at its median
+// time over `repetitions` calls.
+double tuning_rate(JitAttention &jit, const std::string &scheme, const std::string &options, ShapeClass shape,
+                   int head_dim, int repetitions) {
+    double log_rate_sum = 0;
+    const std::vector<ProblemShape> shapes = tuning_shapes(shape, head_dim);
+    const std::function<void()> before_each = timed_cold(shape) ? evict_caches : nullptr;
+    for (const ProblemShape &s : shapes) {
+        SchemeInputs inputs(scheme, options, s, 7);
+        jit.prepare(s, inputs, 13);
+        log_rate_sum += std::log(s.flops() / median(jit.time(repetitions, before_each)) * 1e-9);
+    }
+    return std::exp(log_rate_sum / double(shapes.size()));
+}
+
 // Compiles, checks and times one candidate.
 Measured measure(const std::string &scheme, const std::string &options, ShapeClass shape, int head_dim,
                  const Candidate &candidate, const Halide::Target &target, int repetitions) {
@@ -170,15 +187,7 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
     // timed on the tuning shapes (its estimates), so the file can compare speeds; it can never win.
     if (!m.failure.empty() && candidate.autoscheduler.empty()) return m;
     try {
-        double log_rate_sum = 0;
-        const std::vector<ProblemShape> shapes = tuning_shapes(shape, head_dim);
-        const std::function<void()> before_each = timed_cold(shape) ? evict_caches : nullptr;
-        for (const ProblemShape &s : shapes) {
-            SchemeInputs inputs(scheme, options, s, 7);
-            jit->prepare(s, inputs, 13);
-            log_rate_sum += std::log(s.flops() / median(jit->time(repetitions, before_each)) * 1e-9);
-        }
-        m.gflops = std::exp(log_rate_sum / double(shapes.size()));
+        m.gflops = tuning_rate(*jit, scheme, options, shape, head_dim, repetitions);
         m.ok = m.failure.empty();
     } catch (const std::exception &e) {
         m.failure += (m.failure.empty() ? "" : "; ") + std::string("failed to run: ") + e.what();
@@ -426,12 +435,18 @@ CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
 // `previous`: this entry from an earlier run, or null. Its winner is measured again as a starting
 // point (re-tuning after a code change keeps it unless something beats it now).
 // The search compares candidates measured minutes apart on a machine whose speed drifts by several
-// percent, so its best can be a lucky draw. The few fastest candidates (the hand schedule always among
-// them) are measured again, round-robin, and the best median over those rounds wins; `best` and
-// `hand` take their playoff figures. Returns the playoff's record for the file.
-// `required`: candidates that reach the playoff whatever their search figures (the starting points).
+// percent, so its best can be a lucky draw. The hand schedule, the required candidates and the search's
+// fastest (at least one; kFinalists finalists in all) are compiled once and timed again, round-robin in a shuffled
+// order each round, and decide_playoff (tune/playoff.h) judges them against the incumbent (`incumbent`: that
+// candidate's description, the earlier winner; empty or not a finalist: the hand schedule) round by round. `best` and
+// `hand` take their playoff medians. Returns the playoff's record for the file. `required`: candidates that reach the
+// playoff whatever their search figures (the earlier winner and the starting points).
+constexpr double kPlayoffMinGain = 0.02;
+
 json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand, const std::vector<Measured> &required,
-                 int rounds, const std::function<Measured(const Candidate &)> &measure_again) {
+                 const std::string &incumbent, int rounds, std::mt19937_64 &rng,
+                 const std::function<std::unique_ptr<JitAttention>(const Candidate &)> &compile,
+                 const std::function<double(JitAttention &)> &rate) {
     constexpr int kFinalists = 3;
     std::stable_sort(measured.begin(), measured.end(),
                      [](const Measured &a, const Measured &b) { return a.gflops > b.gflops; });
@@ -443,28 +458,67 @@ json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand,
     for (const Measured &m : required) {
         if (!known(m)) finalists.push_back(m);
     }
+    // The search's fastest: enough for kFinalists in all, and at least one whatever the required ones.
+    int from_search = 0;
     for (const Measured &m : measured) {
-        if (int(finalists.size()) >= kFinalists) break;
-        if (!known(m)) finalists.push_back(m);
-    }
-    std::vector<std::vector<double>> rates(finalists.size());
-    for (int round = 0; round < rounds; round++) {
-        for (size_t n = 0; n < finalists.size(); n++) {
-            Measured m = measure_again(finalists[n].candidate);
-            rates[n].push_back(m.ok ? m.gflops : 0.0);
+        if (int(finalists.size()) >= kFinalists && from_search > 0) break;
+        if (!known(m)) {
+            finalists.push_back(m);
+            from_search++;
         }
     }
-    json record = json::array();
-    size_t winner = 0;
-    for (size_t n = 0; n < finalists.size(); n++) {
-        finalists[n].gflops = median(rates[n]);
-        if (finalists[n].gflops > finalists[winner].gflops) winner = n;
-        record.push_back({{"candidate", finalists[n].candidate.describe()}, {"gflops_rounds", rates[n]}});
+    std::size_t incumbent_index = 0;
+    for (std::size_t n = 0; n < finalists.size(); n++) {
+        if (finalists[n].candidate.describe() == incumbent) incumbent_index = n;
     }
-    best = finalists[winner];
+    // Each finalist compiled once (a DeBERTa pipeline takes minutes to compile; the rounds only time them).
+    std::vector<std::unique_ptr<JitAttention>> compiled;
+    for (const Measured &f : finalists) {
+        try {
+            compiled.push_back(compile(f.candidate));
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "  playoff: %s no longer compiles: %s\n", f.candidate.describe().c_str(), e.what());
+            compiled.push_back(nullptr);
+        }
+    }
+    std::vector<std::vector<double>> rates(finalists.size());
+    std::vector<std::size_t> order(finalists.size());
+    for (std::size_t n = 0; n < order.size(); n++)
+        order[n] = n;
+    for (int round = 0; round < rounds; round++) {
+        std::shuffle(order.begin(), order.end(), rng);  // no finalist always runs first (or after the same one)
+        for (std::size_t n : order) {
+            double r = 0;  // a finalist that fails a round has rate 0 there
+            try {
+                if (compiled[n]) r = rate(*compiled[n]);
+            } catch (const std::exception &) {
+                r = 0;
+            }
+            rates[n].push_back(r);
+        }
+    }
+    const PlayoffVerdict verdict = decide_playoff(rates, incumbent_index, kPlayoffMinGain);
+    json record = json::array();
+    for (std::size_t n = 0; n < finalists.size(); n++) {
+        finalists[n].gflops = median(rates[n]);
+        record.push_back({{"candidate", finalists[n].candidate.describe()},
+                          {"gflops_rounds", rates[n]},
+                          {"incumbent", n == incumbent_index},
+                          {"median_ratio_to_incumbent", verdict.median_ratio[n]},
+                          {"rounds_faster", verdict.rounds_won[n]}});
+    }
+    best = finalists[verdict.winner];
     hand.gflops = finalists[0].gflops;
-    std::fprintf(stderr, "  playoff of %zu over %d rounds: %s\n", finalists.size(), rounds,
-                 best.candidate.describe().c_str());
+    if (verdict.winner == incumbent_index) {
+        std::fprintf(stderr, "  playoff of %zu over %d rounds: the incumbent %s stays\n", finalists.size(), rounds,
+                     best.candidate.describe().c_str());
+    } else {
+        std::fprintf(stderr,
+                     "  playoff of %zu over %d rounds: %s replaces %s (median ratio %.3f, faster in %d rounds)\n",
+                     finalists.size(), rounds, best.candidate.describe().c_str(),
+                     finalists[incumbent_index].candidate.describe().c_str(), verdict.median_ratio[verdict.winner],
+                     verdict.rounds_won[verdict.winner]);
+    }
     return record;
 }
 
@@ -502,11 +556,13 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
         if (m.gflops > best.gflops) best = m;
         return true;
     };
+    std::string incumbent_name;  // the earlier winner, if it still runs (else the hand schedule is the incumbent)
     if (previous && previous->contains("params")) {
         Candidate incumbent{params_from_json((*previous)["params"], shape), ""};
         const bool is_hand = incumbent.describe() == hand_candidate.describe();
         if (measure_required(incumbent)) {
             previous_rate = required.back().gflops;
+            incumbent_name = incumbent.describe();
         } else if (is_hand) {
             previous_rate = hand.gflops;
         }
@@ -550,9 +606,12 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     for (int attempts = 0; elapsed() < opt.budget && attempts < 2000; attempts++)
         consider((rng() % 10 < 7) ? neighbour(best.candidate, space, rng) : random_candidate(space, rng));
     std::fprintf(stderr, "\n");
-    const json playoff = run_playoff(measured, best, hand, required, opt.playoff_rounds, [&](const Candidate &c) {
-        return measure(scheme, options, shape, opt.head_dim, c, target, opt.repetitions);
-    });
+    const json playoff = run_playoff(
+        measured, best, hand, required, incumbent_name, opt.playoff_rounds, rng,
+        [&](const Candidate &c) {
+            return std::make_unique<JitAttention>(scheme, options, shape, opt.head_dim, c, target);
+        },
+        [&](JitAttention &jit) { return tuning_rate(jit, scheme, options, shape, opt.head_dim, opt.repetitions); });
 
     json autoscheduled = json::object();
     for (const std::string &name : opt.autoschedulers) {
@@ -591,27 +650,32 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     json shapes = json::array();
     for (const ProblemShape &s : tuning_shapes(shape, opt.head_dim))
         shapes.push_back(s.text());
-    return {{"scheme", scheme},
-            {"options", options},
-            {"shape_class", shape_class_name(shape)},
-            {"head_dim", opt.head_dim},
-            {"params", params_json(best.candidate.params)},
-            {"gflops", {{"tuned", best.gflops}, {"hand", hand.gflops}, {"previous_winner", previous_rate}}},
-            {"hand_params", params_json(hand.candidate.params)},
-            {"autoschedulers", autoscheduled},
-            {"tuning_shapes", shapes},
-            {"timing", timing_name(shape)},
-            {"playoff", playoff},
-            {"playoff_rounds", opt.playoff_rounds},
-            {"started_from", opt.start_from},
-            {"candidates",
-             {{"tried", int(tried.size())}, {"failed_to_compile", failed_compile}, {"failed_check", failed_check}}},
-            {"failures", failures},
-            {"budget_seconds", opt.budget},
-            {"seed", opt.seed},
-            {"machine", machine_json()},
-            {"cpu_vendor", machine_vendor()},
-            {"date", now_utc()}};
+    return {
+        {"scheme", scheme},
+        {"options", options},
+        {"shape_class", shape_class_name(shape)},
+        {"head_dim", opt.head_dim},
+        {"params", params_json(best.candidate.params)},
+        {"gflops", {{"tuned", best.gflops}, {"hand", hand.gflops}, {"previous_winner", previous_rate}}},
+        {"hand_params", params_json(hand.candidate.params)},
+        {"autoschedulers", autoscheduled},
+        {"tuning_shapes", shapes},
+        {"timing", timing_name(shape)},
+        {"playoff", playoff},
+        {"playoff_rounds", opt.playoff_rounds},
+        {"playoff_rule",
+         "paired: a finalist replaces the incumbent (the earlier winner, else the hand schedule) "
+         "when its median ratio to the incumbent's rate in the same round is at least " +
+             std::to_string(1.0 + kPlayoffMinGain).substr(0, 4) + " and it was faster in more than half of the rounds"},
+        {"started_from", opt.start_from},
+        {"candidates",
+         {{"tried", int(tried.size())}, {"failed_to_compile", failed_compile}, {"failed_check", failed_check}}},
+        {"failures", failures},
+        {"budget_seconds", opt.budget},
+        {"seed", opt.seed},
+        {"machine", machine_json()},
+        {"cpu_vendor", machine_vendor()},
+        {"date", now_utc()}};
 }
 
 // "scheme[:options]" as (scheme, options).
@@ -631,7 +695,7 @@ int usage() {
            "(default schedules/tuned/<target>.json). --all tunes every scheme the build knows.\n"
            "--adams-beam: Adams2019's beam size (default 1, its greedy mode; 32 is its full search).\n"
            "--start-from: also start from that scheme's entry in FILE (same shape class and head dim); it\n"
-           "always reaches the playoff. --playoff-rounds: rounds of the final round-robin (default 3).\n";
+           "always reaches the playoff. --playoff-rounds: rounds of the final round-robin (default 5).\n";
     return 2;
 }
 
