@@ -435,7 +435,8 @@ CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
     return p;
 }
 
-// `previous`: this entry from an earlier run, or null. Its winner is measured again as a starting
+// `previous`: the entry the build uses now (this one from an earlier run, or the head_dim 64 one it falls back
+// to), or null. Its winner is measured again as a starting
 // point (re-tuning after a code change keeps it unless something beats it now).
 // The search compares candidates measured minutes apart on a machine whose speed drifts by several
 // percent, so its best can be a lucky draw. The hand schedule, the required candidates and the search's
@@ -659,7 +660,8 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     // Without autoscheduler runs, an earlier run's figures are kept, marked with their date.
     // (Figures measured on the same vendor's CPUs only: an entry for any vendor may come from the other.)
     if (opt.autoschedulers.empty() && previous && previous->value("cpu_vendor", std::string()) == machine_vendor() &&
-        previous->contains("autoschedulers") && !(*previous)["autoschedulers"].empty()) {
+        previous->value("head_dim", 0) == opt.head_dim && previous->contains("autoschedulers") &&
+        !(*previous)["autoschedulers"].empty()) {
         autoscheduled = (*previous)["autoschedulers"];
         for (auto &item : autoscheduled.items()) {
             if (!item.value().contains("measured_on")) item.value()["measured_on"] = previous->value("date", "earlier");
@@ -828,13 +830,14 @@ int main(int argc, char **argv) {
         for (ShapeClass shape : opt.shapes) {
             try {
                 json &entries = file["entries"];
-                // The entry of a (scheme, options) for this shape class and head dim, and a CPU vendor (""
-                // for entries that name none: they serve any vendor without entries of its own).
+                // The entry of a (scheme, options) for this shape class, a head dim (by default this run's) and a
+                // CPU vendor ("" for entries that name none: they serve any vendor without entries of its own).
                 auto entry_of = [&](const std::string &entry_scheme, const std::string &entry_options,
-                                    const std::string &vendor) {
-                    return [&, entry_scheme, entry_options, vendor](const json &e) {
+                                    const std::string &vendor, int head_dim = 0) {
+                    if (head_dim == 0) head_dim = opt.head_dim;
+                    return [&, entry_scheme, entry_options, vendor, head_dim](const json &e) {
                         return e["scheme"] == entry_scheme && e["options"] == entry_options &&
-                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == opt.head_dim &&
+                               e["shape_class"] == shape_class_name(shape) && e["head_dim"] == head_dim &&
                                e.value("cpu_vendor", std::string()) == vendor;
                     };
                 };
@@ -849,7 +852,16 @@ int main(int argc, char **argv) {
                 // The entry this run replaces: its vendor's. An entry for any vendor is only a starting point.
                 const auto found =
                     std::find_if(entries.begin(), entries.end(), entry_of(scheme, options, machine_vendor()));
-                const auto previous_entry = find_entry(scheme, options);
+                // The incumbent: the entry the build takes for this kernel now (cmake/AttngenKernels.cmake:
+                // the vendor's entry for this head dim, else its head_dim 64 one, then the same for any vendor).
+                auto previous_entry = entries.end();
+                for (const std::string &vendor : {machine_vendor(), std::string()}) {
+                    for (int head_dim : {opt.head_dim, 64}) {
+                        if (previous_entry == entries.end())
+                            previous_entry = std::find_if(entries.begin(), entries.end(),
+                                                          entry_of(scheme, options, vendor, head_dim));
+                    }
+                }
                 const json previous = previous_entry != entries.end() ? *previous_entry : json(nullptr);
                 std::vector<Candidate> starts;
                 for (const std::string &name : opt.start_from) {
