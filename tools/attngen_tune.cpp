@@ -435,16 +435,15 @@ CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
     return p;
 }
 
-// `previous`: the entry the build uses now (this one from an earlier run, or the head_dim 64 one it falls back
-// to), or null. Its winner is measured again as a starting
-// point (re-tuning after a code change keeps it unless something beats it now).
-// The search compares candidates measured minutes apart on a machine whose speed drifts by several
-// percent, so its best can be a lucky draw. The hand schedule, the required candidates and the search's
-// fastest (at least one; kFinalists finalists in all) are compiled once and timed again, round-robin in a shuffled
-// order each round, and decide_playoff (tune/playoff.h) judges them against the incumbent (`incumbent`: that
-// candidate's description, the earlier winner; empty or not a finalist: the hand schedule) round by round. `best` and
-// `hand` take their playoff medians. Returns the playoff's record for the file. `required`: candidates that reach the
-// playoff whatever their search figures (the earlier winner and the starting points).
+// `previous` (tune_entry): the entry the build uses now (this one from an earlier run, or the head_dim 64 one it
+// falls back to), or null. Its winner is measured again as a starting point (re-tuning after a code change keeps
+// it unless something beats it now).
+// The search compares candidates measured minutes apart on a machine whose speed drifts by several percent, so
+// its best can be a lucky draw. The hand schedule, the required candidates (the earlier winner and the starting
+// points) and the search's fastest (at least one; kFinalists finalists in all) are compiled once and timed again,
+// round-robin in a shuffled order each round, and decide_playoff (tune/playoff.h) judges them round by round
+// against the incumbent (`incumbent`: the earlier winner's description; empty or not a finalist: the hand
+// schedule). `best` and `hand` take their playoff medians. Returns the playoff's record for the file.
 constexpr double kPlayoffMinGain = 0.02;
 
 json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand, const std::vector<Measured> &required,
