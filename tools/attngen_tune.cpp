@@ -16,6 +16,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -117,11 +118,6 @@ const char *timing_name(ShapeClass shape) {
     return timed_cold(shape) ? "cold: caches evicted before each call" : "warm";
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // A compiled candidate's rate on the tuning shapes: the geometric mean of each shape's GFLOP/s at its median
 // time over `repetitions` calls.
 double tuning_rate(JitAttention &jit, const std::string &scheme, const std::string &options, ShapeClass shape,
@@ -132,7 +128,7 @@ double tuning_rate(JitAttention &jit, const std::string &scheme, const std::stri
     for (const ProblemShape &s : shapes) {
         SchemeInputs inputs(scheme, options, s, 7);
         jit.prepare(s, inputs, 13);
-        log_rate_sum += std::log(s.flops() / median(jit.time(repetitions, before_each)) * 1e-9);
+        log_rate_sum += std::log(s.flops() / median_of(jit.time(repetitions, before_each)) * 1e-9);
     }
     return std::exp(log_rate_sum / double(shapes.size()));
 }
@@ -503,7 +499,7 @@ json run_playoff(std::vector<Measured> measured, Measured &best, Measured &hand,
     const PlayoffVerdict verdict = decide_playoff(rates, incumbent_index, kPlayoffMinGain);
     json record = json::array();
     for (std::size_t n = 0; n < finalists.size(); n++) {
-        finalists[n].gflops = median(rates[n]);
+        finalists[n].gflops = median_of(rates[n]);
         record.push_back({{"candidate", finalists[n].candidate.describe()},
                           {"gflops_rounds", rates[n]},
                           {"incumbent", n == incumbent_index},
@@ -829,43 +825,39 @@ int main(int argc, char **argv) {
         for (ShapeClass shape : opt.shapes) {
             try {
                 json &entries = file["entries"];
-                // The entry of a (scheme, options) for this shape class, a head dim (by default this run's) and a
-                // CPU vendor ("" for entries that name none: they serve any vendor without entries of its own).
+                // The entry of a (scheme, options) for this shape class, a head dim and a CPU vendor ("" for
+                // entries that name none: they serve any vendor without entries of its own).
                 auto entry_of = [&](const std::string &entry_scheme, const std::string &entry_options,
-                                    const std::string &vendor, int head_dim = 0) {
-                    if (head_dim == 0) head_dim = opt.head_dim;
+                                    const std::string &vendor, int head_dim) {
                     return [&, entry_scheme, entry_options, vendor, head_dim](const json &e) {
                         return e["scheme"] == entry_scheme && e["options"] == entry_options &&
                                e["shape_class"] == shape_class_name(shape) && e["head_dim"] == head_dim &&
                                e.value("cpu_vendor", std::string()) == vendor;
                     };
                 };
-                // This machine's vendor's entry, else the one for any vendor.
-                auto find_entry = [&](const std::string &entry_scheme, const std::string &entry_options) {
-                    auto it = std::find_if(entries.begin(), entries.end(),
-                                           entry_of(entry_scheme, entry_options, machine_vendor()));
-                    if (it == entries.end())
-                        it = std::find_if(entries.begin(), entries.end(), entry_of(entry_scheme, entry_options, ""));
-                    return it;
+                // This machine's vendor's entry for the first of `head_dims` it has, else the same for any vendor.
+                auto find_entry = [&](const std::string &entry_scheme, const std::string &entry_options,
+                                      std::initializer_list<int> head_dims) {
+                    for (const std::string &vendor : {machine_vendor(), std::string()}) {
+                        for (int head_dim : head_dims) {
+                            auto it = std::find_if(entries.begin(), entries.end(),
+                                                   entry_of(entry_scheme, entry_options, vendor, head_dim));
+                            if (it != entries.end()) return it;
+                        }
+                    }
+                    return entries.end();
                 };
                 // The entry this run replaces: its vendor's. An entry for any vendor is only a starting point.
-                const auto found =
-                    std::find_if(entries.begin(), entries.end(), entry_of(scheme, options, machine_vendor()));
-                // The incumbent: the entry the build takes for this kernel now (cmake/AttngenKernels.cmake:
-                // the vendor's entry for this head dim, else its head_dim 64 one, then the same for any vendor).
-                auto previous_entry = entries.end();
-                for (const std::string &vendor : {machine_vendor(), std::string()}) {
-                    for (int head_dim : {opt.head_dim, 64}) {
-                        if (previous_entry == entries.end())
-                            previous_entry = std::find_if(entries.begin(), entries.end(),
-                                                          entry_of(scheme, options, vendor, head_dim));
-                    }
-                }
+                const auto found = std::find_if(entries.begin(), entries.end(),
+                                                entry_of(scheme, options, machine_vendor(), opt.head_dim));
+                // The incumbent: the entry the build takes for this kernel now (cmake/AttngenKernels.cmake: this
+                // head dim's, else the head_dim 64 one).
+                const auto previous_entry = find_entry(scheme, options, {opt.head_dim, 64});
                 const json previous = previous_entry != entries.end() ? *previous_entry : json(nullptr);
                 std::vector<Candidate> starts;
                 for (const std::string &name : opt.start_from) {
                     const auto [start_scheme, start_options] = split_scheme(name);
-                    const auto start = find_entry(start_scheme, start_options);
+                    const auto start = find_entry(start_scheme, start_options, {opt.head_dim});
                     if (start == entries.end()) throw std::runtime_error("no entry to start from: " + name);
                     starts.push_back(Candidate{params_from_json((*start)["params"], shape), ""});
                 }
