@@ -48,6 +48,7 @@ public:
     GeneratorParam<int> vector_width{"vector_width", 0};
     GeneratorParam<int> split_keys{"split_keys", -1};
     GeneratorParam<int> trim_chunk_keys{"trim_chunk_keys", -1};
+    GeneratorParam<int> grouped_decode_key_runs{"grouped_decode_key_runs", 0};
     GeneratorParam<int> gpu_threads_d{"gpu_threads_d", 0};
     GeneratorParam<int> gpu_qk_tile_keys{"gpu_qk_tile_keys", 0};
     GeneratorParam<int> gpu_qk_tile_rows{"gpu_qk_tile_rows", 0};
@@ -167,6 +168,7 @@ private:
         if (vector_width > 0) params.vector_width = vector_width;
         if (split_keys >= 0) params.split_keys = split_keys != 0;
         if (trim_chunk_keys >= 0) params.blocking.trim_chunk_keys = trim_chunk_keys != 0;
+        if (grouped_decode_key_runs > 0) params.grouped_decode_key_runs = grouped_decode_key_runs;
         if (!merge.value().empty()) params.blocking.merge = parse_merge(merge);
         return params;
     }

@@ -25,6 +25,9 @@ struct CpuScheduleParams {
     bool split_keys = false;  // decode: parallel over key chunks as well as heads
     // Decode with head-group tasks: query heads per tile where they share a KV head (Blocking::head_block).
     int decode_head_block = 4;
+    // Decode with fp32 dot products in grouped-query head blocks: a chunk's keys and values are read as
+    // this many interleaved runs (1: in order). Which is faster depends on the core (cpu_attention.cpp).
+    int grouped_decode_key_runs = 4;
 };
 
 // Tunable parameters of the GPU schedule.

@@ -81,14 +81,19 @@ constexpr int kMaxAccumulatorVectors = 24;
 // loaded feeds one FMA per row; with 3 rows of 8 vectors V streams from L2 faster than it can).
 constexpr int kPvBlockVectors = 4;
 
-// Decode (fp32 dot products) reads a chunk's keys (in q.k) and values (in P.V) as this many interleaved
-// runs of the chunk, one key of each in turn: a core streams that many memory pages at once instead of
-// one, which the hardware prefetchers fetch concurrently. Intel Xeon (family 6 model 207), (1,32,1,4096,128),
-// L3 flushed before each call (JIT) or K and V cycled through twice the L3 (AOT, kv_layers), time with
-// runs / without: 8 KV heads, AOT, plain 0.79-0.81x, ALiBi, T5, Shaw, DeBERTa 0.81-0.86x, RoPE and xPos
-// (whose time goes elsewhere) 0.92-0.98x, bf16 K/V 0.72-0.97x; 32 KV heads, AOT, plain 0.92-0.96x,
-// ALiBi, Shaw, RoPE 0.92-0.96x, T5 and xPos 0.99-1.01x, bf16 K/V 0.80-0.95x. (8 runs: the same as 4.)
-constexpr int kDecodeKeyRuns = 4;
+// Decode (fp32 dot products) reads a chunk's keys (in q.k) and values (in P.V) as interleaved runs of
+// the chunk, one key of each in turn: a core streams that many memory pages at once instead of one.
+// Multi-head tiles read kMultiHeadDecodeKeyRuns; grouped-query head blocks, whose compute per key is a
+// block's, CpuScheduleParams::grouped_decode_key_runs. Intel Xeon (family 6 model 207),
+// (1,32,1,4096,128), K and V cycled through twice the L3 (AOT, kv_layers), time with 4 runs / without:
+// 8 KV heads plain 0.79-0.81x, ALiBi, T5, Shaw, DeBERTa 0.81-0.86x, RoPE and xPos (whose time goes
+// elsewhere) 0.92-0.98x, bf16 K/V 0.72-0.97x; 32 KV heads, plain 0.92-0.96x, ALiBi, Shaw, RoPE
+// 0.92-0.96x, T5 and xPos 0.99-1.01x (8 runs: the same as 4). AMD Zen 5 (family 26 model 2), same
+// shape and method, 3 alternating runs: 8 KV heads, 1 run over 4, plain 0.72-0.98x, ALiBi 0.68-1.07x,
+// T5 0.55-0.97x, Shaw 0.85-1.13x, DeBERTa 0.78-0.91x, RoPE 0.71-1.12x; 32 KV heads 0.77-1.57x (RoPE
+// 1.11-1.57x), so there the tuned entries for any vendor set 1 for grouped blocks only, and not for
+// RoPE or xPos.
+constexpr int kMultiHeadDecodeKeyRuns = 4;
 
 // Vectors of d a P.V block covers at a time, of a fixed head_dim's `vectors`: all of them, or parts of
 // kPvBlockVectors where they divide.
@@ -628,9 +633,10 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const bool rotate_in_dot_product = rotates_keys_in_dot_product(s, fixed_head_dim);
     const bool head_group_tasks = decode_tasks_run_head_groups(p);
     const int head_block = s.blocking.head_block;
-    // Keys read in interleaved runs (kDecodeKeyRuns): chunks of a fixed key count only.
-    const bool key_runs = !s.blocking.trim_chunk_keys && s.blocking.key_chunk % kDecodeKeyRuns == 0;
-    const int run_keys = s.blocking.key_chunk / kDecodeKeyRuns;
+    // Keys read in interleaved runs (see kMultiHeadDecodeKeyRuns): chunks of a fixed key count only.
+    const int runs = head_block > 1 ? std::max(p.grouped_decode_key_runs, 1) : kMultiHeadDecodeKeyRuns;
+    const bool key_runs = runs > 1 && !s.blocking.trim_chunk_keys && s.blocking.key_chunk % runs == 0;
+    const int run_keys = s.blocking.key_chunk / runs;
     Var run("run"), run_key("run_key");
     RVar value_run("value_run"), value_run_key("value_run_key");
     schedule_merge(s, output, loops, vw);

@@ -23,7 +23,7 @@ def cpu_vendor():
 vendor = cpu_vendor()
 earlier = [
     {"scheme": "sdpa", "options": "", "shape_class": "decode", "head_dim": 64,
-     "params": {"query_tile": 1, "key_chunk": 256}},
+     "params": {"query_tile": 1, "key_chunk": 256, "grouped_decode_key_runs": 2}},
     {"scheme": "sdpa", "options": "", "shape_class": "decode", "head_dim": 64, "cpu_vendor": "OtherVendor",
      "params": {"query_tile": 1, "key_chunk": 128}},
 ]
@@ -51,9 +51,10 @@ playoff = entry["playoff"]
 assert 2 <= len(playoff) <= 3, playoff
 assert all(len(f["gflops_rounds"]) == 5 and min(f["gflops_rounds"]) > 0 for f in playoff), playoff
 medians = [statistics.median(f["gflops_rounds"]) for f in playoff]
-# The incumbent: the earlier entry (for any vendor: tile 1, chunk 256), measured again.
+# The incumbent: the earlier entry (for any vendor: tile 1, chunk 256, 2 key runs), measured again.
 incumbents = [n for n, f in enumerate(playoff) if f["incumbent"]]
 assert len(incumbents) == 1 and playoff[incumbents[0]]["candidate"].startswith("tile 1 chunk 256"), playoff
+assert playoff[incumbents[0]]["candidate"].endswith(" runs 2"), playoff[incumbents[0]]
 incumbent = incumbents[0]
 # Paired: each finalist's median ratio to the incumbent's rate in the same round; a winner other than the
 # incumbent has one of at least 1.02 and was faster in more than half of the rounds, and the highest.
@@ -71,5 +72,7 @@ assert abs(entry["gflops"]["hand"] - medians[0]) < 1e-9 * medians[0], (entry["gf
 p = entry["params"]
 described = f"tile {p['query_tile']} chunk {p['key_chunk']}"
 assert playoff[best]["candidate"].startswith(described), (playoff[best], p)
+assert p["grouped_decode_key_runs"] in (1, 2, 4), p  # decode entries record it
+assert playoff[best]["candidate"].endswith(f" runs {p['grouped_decode_key_runs']}"), (playoff[best], p)
 print(f"tuner smoke: winner {playoff[best]['candidate']} at {medians[best]:.1f} GFLOP/s "
       f"({ratios[best]:.3f}x the incumbent's rate), hand {medians[0]:.1f}, {len(playoff)} finalists")

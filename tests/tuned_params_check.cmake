@@ -11,7 +11,7 @@ file(WRITE "${ATTNGEN_TUNED_FILE}" [=[
  {"scheme": "sdpa", "options": "", "shape_class": "prefill", "head_dim": 64,
   "params": {"query_tile": 64, "key_chunk": 128}},
  {"scheme": "sdpa", "options": "", "shape_class": "decode", "head_dim": 64,
-  "params": {"query_tile": 1, "key_chunk": 512}},
+  "params": {"query_tile": 1, "key_chunk": 512, "grouped_decode_key_runs": 1}},
  {"scheme": "alibi", "options": "", "shape_class": "prefill", "head_dim": 64,
   "params": {"query_tile": 48, "key_chunk": 256}},
  {"scheme": "alibi", "options": "", "shape_class": "prefill", "head_dim": 128,
@@ -37,7 +37,7 @@ expect(sdpa "" prefill 128 "query_tile=32;key_chunk=64")
 expect(sdpa "" prefill 64 "query_tile=64;key_chunk=128")
 expect(sdpa "" prefill 0 "query_tile=64;key_chunk=128")    # the generic kernel
 expect(sdpa "" prefill 256 "query_tile=64;key_chunk=128")  # no entry of its own
-expect(sdpa "" decode 128 "query_tile=1;key_chunk=512")
+expect(sdpa "" decode 128 "query_tile=1;key_chunk=512;grouped_decode_key_runs=1")
 expect(alibi "" prefill 128 "query_tile=16;key_chunk=32")
 expect(alibi "" prefill 0 "query_tile=48;key_chunk=256")
 expect(rope "pairing:half" prefill 128 "query_tile=8;key_chunk=16")
@@ -55,7 +55,7 @@ set(ATTNGEN_TUNED_CPU_VENDOR "GenuineIntel")
 expect(sdpa "" prefill 64 "query_tile=32;key_chunk=1024")
 expect(sdpa "" prefill 128 "query_tile=32;key_chunk=1024")
 expect(sdpa "" prefill 0 "query_tile=32;key_chunk=1024")
-expect(sdpa "" decode 128 "query_tile=1;key_chunk=512")
+expect(sdpa "" decode 128 "query_tile=1;key_chunk=512;grouped_decode_key_runs=1")
 expect(alibi "" prefill 128 "query_tile=16;key_chunk=32")
 expect(t5 "" decode 64 "query_tile=1;key_chunk=2048")
 expect(t5 "" decode 128 "query_tile=1;key_chunk=2048")

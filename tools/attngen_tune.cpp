@@ -199,11 +199,12 @@ Measured measure(const std::string &scheme, const std::string &options, ShapeCla
 struct Space {
     std::vector<int> tiles, chunks, qk_keys, pv_rows, widths;
     std::vector<bool> merges_online, trims, splits;
+    std::vector<int> key_runs;  // decode only
 };
 
 Space space_for(ShapeClass shape) {
     if (shape == ShapeClass::Decode)
-        return {{1}, {128, 256, 512, 1024, 2048}, {8}, {4}, {8, 16}, {false}, {false, true}, {true, false}};
+        return {{1}, {128, 256, 512, 1024, 2048}, {8}, {4}, {8, 16}, {false}, {false, true}, {true, false}, {1, 2, 4}};
     return {{16, 32, 48, 64, 96},
             {64, 128, 256, 512, 1024},
             {4, 6, 8, 12},
@@ -211,7 +212,8 @@ Space space_for(ShapeClass shape) {
             {8, 16},
             {false, true},
             {true, false},
-            {false}};
+            {false},
+            {CpuScheduleParams().grouped_decode_key_runs}};
 }
 
 template <typename T>
@@ -220,8 +222,8 @@ T pick(const std::vector<T> &values, std::mt19937_64 &rng) {
 }
 
 // The parameters of a candidate, numbered for the search: query tile, key chunk, QK keys, P.V rows,
-// vector width, merge, key trimming, split-K.
-constexpr int kParameterCount = 8;
+// vector width, merge, key trimming, split-K, decode key runs.
+constexpr int kParameterCount = 9;
 
 // `base` with parameter `which` set to each value the space allows.
 std::vector<Candidate> along(const Candidate &base, const Space &space, int which) {
@@ -256,8 +258,11 @@ std::vector<Candidate> along(const Candidate &base, const Space &space, int whic
         case 6:
             each(space.trims, [](CpuScheduleParams &p, bool v) { p.blocking.trim_chunk_keys = v; });
             break;
-        default:
+        case 7:
             each(space.splits, [](CpuScheduleParams &p, bool v) { p.split_keys = v; });
+            break;
+        default:
+            each(space.key_runs, [](CpuScheduleParams &p, int v) { p.grouped_decode_key_runs = v; });
             break;
     }
     return out;
@@ -351,15 +356,17 @@ Measured measure_isolated(const std::string &scheme, const std::string &options,
     return m;
 }
 
-json params_json(const CpuScheduleParams &p) {
-    return {{"query_tile", p.blocking.query_tile},
-            {"key_chunk", p.blocking.key_chunk},
-            {"qk_block_keys", p.qk_block_keys},
-            {"pv_block_rows", p.pv_block_rows},
-            {"vector_width", p.vector_width},
-            {"merge", p.blocking.merge == Merge::Online ? "online" : "twopass"},
-            {"trim_chunk_keys", p.blocking.trim_chunk_keys ? 1 : 0},
-            {"split_keys", p.split_keys ? 1 : 0}};
+json params_json(const CpuScheduleParams &p, ShapeClass shape) {
+    json params = {{"query_tile", p.blocking.query_tile},
+                   {"key_chunk", p.blocking.key_chunk},
+                   {"qk_block_keys", p.qk_block_keys},
+                   {"pv_block_rows", p.pv_block_rows},
+                   {"vector_width", p.vector_width},
+                   {"merge", p.blocking.merge == Merge::Online ? "online" : "twopass"},
+                   {"trim_chunk_keys", p.blocking.trim_chunk_keys ? 1 : 0},
+                   {"split_keys", p.split_keys ? 1 : 0}};
+    if (shape == ShapeClass::Decode) params["grouped_decode_key_runs"] = p.grouped_decode_key_runs;
+    return params;
 }
 
 void progress(double elapsed, double budget, int tried, const Measured &best) {
@@ -428,6 +435,7 @@ CpuScheduleParams params_from_json(const json &params, ShapeClass shape) {
     p.split_keys = params.value("split_keys", p.split_keys ? 1 : 0) != 0;
     p.blocking.trim_chunk_keys = params.value("trim_chunk_keys", p.blocking.trim_chunk_keys ? 1 : 0) != 0;
     p.blocking.merge = params.value("merge", std::string("twopass")) == "online" ? Merge::Online : Merge::TwoPass;
+    p.grouped_decode_key_runs = params.value("grouped_decode_key_runs", p.grouped_decode_key_runs);
     return p;
 }
 
@@ -611,7 +619,7 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
     // First one sweep along each parameter from the best so far, those that matter most first (a
     // random neighbour changes a given parameter to a given value in ~1 % of draws, so a budget of a
     // few dozen candidates could miss a one-step improvement); then random neighbours and restarts.
-    for (int which : {0, 2, 3, 1, 4, 5, 6, 7}) {
+    for (int which : {0, 2, 3, 1, 4, 5, 6, 7, 8}) {
         for (const Candidate &c : along(best.candidate, space, which)) {
             if (elapsed() >= opt.budget) break;
             consider(c);
@@ -670,9 +678,9 @@ json tune_entry(const std::string &scheme, const std::string &options, ShapeClas
         {"options", options},
         {"shape_class", shape_class_name(shape)},
         {"head_dim", opt.head_dim},
-        {"params", params_json(best.candidate.params)},
+        {"params", params_json(best.candidate.params, shape)},
         {"gflops", {{"tuned", best.gflops}, {"hand", hand.gflops}, {"previous_winner", previous_rate}}},
-        {"hand_params", params_json(hand.candidate.params)},
+        {"hand_params", params_json(hand.candidate.params, shape)},
         {"autoschedulers", autoscheduled},
         {"tuning_shapes", shapes},
         {"timing", timing_name(shape)},

@@ -37,6 +37,7 @@ std::string Candidate::describe() const {
         << params.qk_block_keys << " pv " << params.pv_block_rows << " vec " << params.vector_width
         << (params.blocking.merge == Merge::Online ? " online" : "") << (params.split_keys ? " split" : "")
         << (params.blocking.trim_chunk_keys ? "" : " untrimmed");
+    if (params.blocking.query_tile == 1) out << " runs " << params.grouped_decode_key_runs;  // decode
     return out.str();
 }
 
