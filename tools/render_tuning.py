@@ -117,7 +117,7 @@ def main():
         params = (f"tile {p['query_tile']}, chunk {p['key_chunk']}, qk {p['qk_block_keys']}, pv {p['pv_block_rows']}, "
                   f"vec {p['vector_width']}, {p['merge']}" + (", split-K" if p.get("split_keys") else "")
                   + ("" if p.get("trim_chunk_keys", 1) else ", no key trim")
-                  + (f", {p['grouped_decode_key_runs']} key runs" if "grouped_decode_key_runs" in p else ""))
+                  + (f", key runs in head blocks {p['grouped_decode_key_runs']}" if "grouped_decode_key_runs" in p else ""))
         c = e["candidates"]
         failed = c["failed_to_compile"] + c["failed_check"]
         row = [label(e), e["shape_class"], str(e["head_dim"]), e.get("cpu_vendor") or "any", fmt(g["tuned"]), fmt(g["hand"]),
