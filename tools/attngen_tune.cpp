@@ -365,7 +365,9 @@ json params_json(const CpuScheduleParams &p, ShapeClass shape) {
                    {"merge", p.blocking.merge == Merge::Online ? "online" : "twopass"},
                    {"trim_chunk_keys", p.blocking.trim_chunk_keys ? 1 : 0},
                    {"split_keys", p.split_keys ? 1 : 0}};
-    if (shape == ShapeClass::Decode) params["grouped_decode_key_runs"] = p.grouped_decode_key_runs;
+    // Recorded where it takes effect: a split-K winner's count would mean nothing.
+    if (shape == ShapeClass::Decode && decode_key_runs_take_effect(p))
+        params["grouped_decode_key_runs"] = p.grouped_decode_key_runs;
     return params;
 }
 

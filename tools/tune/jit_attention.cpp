@@ -37,8 +37,13 @@ std::string Candidate::describe() const {
         << params.qk_block_keys << " pv " << params.pv_block_rows << " vec " << params.vector_width
         << (params.blocking.merge == Merge::Online ? " online" : "") << (params.split_keys ? " split" : "")
         << (params.blocking.trim_chunk_keys ? "" : " untrimmed");
-    if (params.blocking.query_tile == 1) out << " runs " << params.grouped_decode_key_runs;  // decode
+    if (params.blocking.query_tile == 1 && decode_key_runs_take_effect(params))  // decode
+        out << " runs " << params.grouped_decode_key_runs;
     return out.str();
+}
+
+bool decode_key_runs_take_effect(const CpuScheduleParams &params) {
+    return decode_tasks_run_head_groups(params) && !params.blocking.trim_chunk_keys;
 }
 
 void random_problem(const ProblemShape &s, uint64_t seed, std::vector<float> &q, std::vector<float> &k,

@@ -29,8 +29,13 @@ struct ProblemShape {
 struct Candidate {
     CpuScheduleParams params;
     std::string autoscheduler;  // empty: hand schedule; else Adams2019, Mullapudi2016, Li2018
+    // Names the kernel: candidates that differ only in a parameter without effect read the same.
     std::string describe() const;
 };
+
+// Whether CpuScheduleParams::grouped_decode_key_runs changes the kernel (schedule_decode): only in decode
+// head-group tasks (no split-K, two-pass merge) over whole chunks (untrimmed).
+bool decode_key_runs_take_effect(const CpuScheduleParams &params);
 
 // The scheme's parameters used for tuning, sized for a shape (tables filled from a seed).
 class SchemeInputs {
