@@ -13,7 +13,9 @@
 // shape = BxHxLqxLkxD. Every implementation is validated once per configuration against a double
 // reference on a few rows before it is timed (SkipWithError on mismatch). Counters: GFLOP/s,
 // GFLOP/s_with_extra (Shaw, TXL, DeBERTa), pct_sgemm_peak, and for decode GB/s, read_probe_GB/s (a read probe
-// run right after the row's timed loop) and pct_read_bw (against it);
+// run right after the row's timed loop) and pct_read_bw (against it); for attngen's rows of a positional scheme,
+// time_over_plain_paired (its time over plain attention's, the two called in turn: paired_time_ratio) and, with
+// extra products, pct_plain_with_extra_paired (its GFLOP/s with them as a percentage of plain's, from that ratio);
 // max_err is the validation's max abs error. Times are wall-clock (UseRealTime). attngen's decode rows
 // cycle through kv_layers copies of K and V, twice the last-level cache together, so each call reads
 // them from memory (decode_cache_layers); the baselines read one copy, which a large enough cache keeps
@@ -34,6 +36,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #if defined(__SSE__)
@@ -144,6 +147,36 @@ Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
     return cache;
 }
 
+// This implementation's time over plain attention's, paired: the two called in turn, in alternating order,
+// and the median of the per-pair ratios. The host's drift, which moved whole rows by up to 1.5x between
+// runs of one binary on a 2-core VM, cancels within a pair; the rows' own times (and ratios of their
+// medians) do not. One warm-up pair, then enough pairs for about 0.3 s (5 to 25).
+double paired_time_ratio(const std::function<void()> &scheme, const std::function<void()> &plain) {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](const std::function<void()> &call) {
+        const auto start = Clock::now();
+        call();
+        return std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    const double pair_seconds = seconds(plain) + seconds(scheme);
+    const int pairs = std::clamp(int(0.3 / std::max(pair_seconds, 1e-6)), 5, 25) | 1;  // odd: one median
+    std::vector<double> ratios;
+    for (int n = 0; n < pairs; n++) {
+        double plain_seconds, scheme_seconds;
+        if (n % 2 == 0) {
+            plain_seconds = seconds(plain);
+            scheme_seconds = seconds(scheme);
+        } else {
+            scheme_seconds = seconds(scheme);
+            plain_seconds = seconds(plain);
+        }
+        if (plain_seconds > 0) ratios.push_back(scheme_seconds / plain_seconds);
+    }
+    if (ratios.empty()) return 0;
+    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+    return ratios[ratios.size() / 2];
+}
+
 // Validation results per benchmark name: each configuration is validated on the first call only.
 std::map<std::string, Check> &validated() {
     static std::map<std::string, Check> results;
@@ -175,6 +208,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     std::vector<Floats> layer_k, layer_v;
     std::vector<AlignedVector<uint16_t>> layer_k16, layer_v16;
     std::vector<attngen::Tensor> layer_k_t, layer_v_t;
+    std::size_t next_layer = 0;  // the layer the next call reads (plain's paired calls take turns with it)
     int layers = 1;
     auto to_bf16 = [](const Floats &x) {
         AlignedVector<uint16_t> y(x.size());
@@ -234,8 +268,8 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                         layer_v_t.push_back(attngen::tensor(layer_v.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
                     }
                 }
-                call = [&, next = std::size_t(0)]() mutable {
-                    const std::size_t layer = next++ % layer_k_t.size();
+                call = [&] {
+                    const std::size_t layer = next_layer++ % layer_k_t.size();
                     status = attngen::attention(q_t, layer_k_t[layer], layer_v_t[layer], o_t, desc);
                 };
                 break;
@@ -285,6 +319,24 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     }
     set_counters(state, c, check.max_abs, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
     if (c.shape.decode()) state.counters["kv_layers"] = layers;
+    if (impl != Impl::Openblas && impl != Impl::Onednn && impl != Impl::Naive && c.scheme != SchemeId::Sdpa) {
+        // Plain attention's calls take turns with this scheme's on the same tensors (and decode layers).
+        attngen_attention_desc plain_desc;
+        attngen_attention_desc_init(&plain_desc);
+        plain_desc.mask = desc.mask;
+        plain_desc.device = desc.device;
+        attngen::Status plain_status;
+        const std::function<void()> plain = [&] {
+            const std::size_t layer = next_layer++ % layer_k_t.size();
+            plain_status = attngen::attention(q_t, layer_k_t[layer], layer_v_t[layer], o_t, plain_desc);
+        };
+        const double paired = paired_time_ratio(call, plain);
+        if (plain_status && status && paired > 0) {
+            state.counters["time_over_plain_paired"] = paired;
+            if (has_extra_flops(c.scheme))
+                state.counters["pct_plain_with_extra_paired"] = flops_with_extra(c) / flops(c) / paired * 100.0;
+        }
+    }
     state.SetLabel(label);
 }
 

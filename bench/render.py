@@ -132,6 +132,11 @@ def ratio(a, b):
     return f"{a / b:.2f}x"
 
 
+def paired(record, name):
+    value = counter(record, name)
+    return "" if value is None else f"{value:.2f}x"
+
+
 def markdown(context, table, probes, source):
     lines = []
     lines.append(f"# attngen-bench results ({os.path.basename(source)})")
@@ -178,11 +183,15 @@ def markdown(context, table, probes, source):
     lines.append("GFLOP/s counts 4·B·H·Lq·Lk·D (halved when causal and Lq > 1); 'with extra' adds the scheme's "
                  "content-position products (Shaw, TXL, DeBERTa). Medians over repetitions; ratios are attngen / baseline. "
                  "'% read bw' is against a read probe run right after each decode row (its `read_probe_GB/s`; rows "
-                 "without that counter used the start-up probe).")
+                 "without that counter used the start-up probe). 'time / plain, paired' is the scheme's time over plain "
+                 "attention's with the two called in turn in the same row (median of the per-pair ratios), so the host's "
+                 "drift between rows cancels; '% plain with extra, paired' turns it into GFLOP/s with the extra "
+                 "products as a percentage of plain's.")
     lines.append("")
     header = ["scheme", "mask", "shape", "attngen GFLOP/s", "% sgemm peak", "with extra", "openblas", "onednn",
               "naive", "attngen/openblas", "attngen/onednn", "decode GB/s", "% read bw", "attngen ms", "bf16 GFLOP/s",
-              "bf16/fp32", "rotated-key cache ms"]
+              "bf16/fp32", "rotated-key cache ms", "time / plain, paired", "% plain with extra, paired",
+              "bf16 time / plain, paired"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(header) - 3)) + "|")
     for (scheme, mask, shape), row in table.items():
@@ -201,7 +210,9 @@ def markdown(context, table, probes, source):
                  cell(row.get("naive"), "GFLOP/s", 2), ratio(ag, ob), ratio(ag, od),
                  cell(a, "GB/s") if decode else "", cell(a, "pct_read_bw") if decode else "",
                  fmt(time_ms, 3), cell(row.get("attngen_bf16"), "GFLOP/s"),
-                 ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag), milliseconds(row.get("attngen_kvcache"))]
+                 ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag), milliseconds(row.get("attngen_kvcache")),
+                 paired(a, "time_over_plain_paired"), cell(a, "pct_plain_with_extra_paired"),
+                 paired(row.get("attngen_bf16"), "time_over_plain_paired")]
         lines.append("| " + " | ".join(cells) + " |")
     errors = [(f"{impl}/{s}/{m}/{sh}", r["_error"]) for (s, m, sh), row in table.items() for impl, r in row.items()
               if r.get("_error")]
