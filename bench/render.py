@@ -191,7 +191,7 @@ def markdown(context, table, probes, source):
     header = ["scheme", "mask", "shape", "attngen GFLOP/s", "% sgemm peak", "with extra", "openblas", "onednn",
               "naive", "attngen/openblas", "attngen/onednn", "decode GB/s", "% read bw", "attngen ms", "bf16 GFLOP/s",
               "bf16/fp32", "rotated-key cache ms", "time / plain, paired", "% plain with extra, paired",
-              "bf16 time / plain, paired"]
+              "bf16 time / plain, paired", "rotated-key cache time / plain, paired"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(header) - 3)) + "|")
     for (scheme, mask, shape), row in table.items():
@@ -212,7 +212,8 @@ def markdown(context, table, probes, source):
                  fmt(time_ms, 3), cell(row.get("attngen_bf16"), "GFLOP/s"),
                  ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag), milliseconds(row.get("attngen_kvcache")),
                  paired(a, "time_over_plain_paired"), cell(a, "pct_plain_with_extra_paired"),
-                 paired(row.get("attngen_bf16"), "time_over_plain_paired")]
+                 paired(row.get("attngen_bf16"), "time_over_plain_paired"),
+                 paired(row.get("attngen_kvcache"), "time_over_plain_paired")]
         lines.append("| " + " | ".join(cells) + " |")
     errors = [(f"{impl}/{s}/{m}/{sh}", r["_error"]) for (s, m, sh), row in table.items() for impl, r in row.items()
               if r.get("_error")]
