@@ -1,5 +1,6 @@
 // T5 relative position bias: a learned bias per (bucket of j - p_i, head), added to unscaled
-// scores. The bias of every distance is looked up once per call, not once per score.
+// scores. The bias of every distance is looked up once per call (decode: once per key chunk), not once
+// per score.
 #include "../positional_math.h"
 #include "../scheme.h"
 
@@ -30,7 +31,9 @@ public:
         Func bucket_by_distance = helper(Func("t5_bucket"), Placement::PerCall);
         bucket_by_distance(delta) =
             clamp(t5_bucket(delta, bidirectional, num_buckets, p.scalar("t5_log_span")), 0, num_buckets - 1);
-        bias_by_distance_ = helper(Func("t5_bias"), Placement::PerCall);
+        // Decode (one-row tiles) looks a chunk's biases up inside its task, beside the chunk's memory-bound
+        // reads of K and V, not in a compute-bound pass of its own before them (see bench/results/HISTORY.md).
+        bias_by_distance_ = helper(Func("t5_bias"), p.single_row_tiles ? Placement::PerKeyChunk : Placement::PerCall);
         bias_by_distance_(delta, h) = table(h, bucket_by_distance(delta));
     }
 
