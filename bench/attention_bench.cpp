@@ -148,7 +148,7 @@ Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
 }
 
 // This implementation's time over plain attention's, paired: the two called in turn, in alternating order,
-// and the median of the per-pair ratios. The host's drift, which moved whole rows by up to 1.5x between
+// and the median of the per-pair ratios. The host's drift, which moved whole rows 1.2-1.7x apart between
 // runs of one binary on a 2-core VM, cancels within a pair; the rows' own times (and ratios of their
 // medians) do not. One warm-up pair, then enough pairs for about 0.3 s (5 to 25).
 double paired_time_ratio(const std::function<void()> &scheme, const std::function<void()> &plain) {
@@ -210,6 +210,11 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     std::vector<attngen::Tensor> layer_k_t, layer_v_t;
     std::size_t next_layer = 0;  // the layer the next call reads (plain's paired calls take turns with it)
     int layers = 1;
+    // One attngen call on the next layer's K and V.
+    auto attention_on_next_layer = [&](const attngen_attention_desc &call_desc) {
+        const std::size_t layer = next_layer++ % layer_k_t.size();
+        return attngen::attention(q_t, layer_k_t[layer], layer_v_t[layer], o_t, call_desc);
+    };
     auto to_bf16 = [](const Floats &x) {
         AlignedVector<uint16_t> y(x.size());
         for (std::size_t n = 0; n < x.size(); n++)
@@ -268,10 +273,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                         layer_v_t.push_back(attngen::tensor(layer_v.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
                     }
                 }
-                call = [&] {
-                    const std::size_t layer = next_layer++ % layer_k_t.size();
-                    status = attngen::attention(q_t, layer_k_t[layer], layer_v_t[layer], o_t, desc);
-                };
+                call = [&] { status = attention_on_next_layer(desc); };
                 break;
             }
             case Impl::Openblas:
@@ -319,17 +321,15 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     }
     set_counters(state, c, check.max_abs, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
     if (c.shape.decode()) state.counters["kv_layers"] = layers;
-    if (impl != Impl::Openblas && impl != Impl::Onednn && impl != Impl::Naive && c.scheme != SchemeId::Sdpa) {
+    const bool attngen_row = impl == Impl::Attngen || impl == Impl::AttngenBf16 || impl == Impl::AttngenKvCache;
+    if (attngen_row && c.scheme != SchemeId::Sdpa) {
         // Plain attention's calls take turns with this scheme's on the same tensors (and decode layers).
         attngen_attention_desc plain_desc;
         attngen_attention_desc_init(&plain_desc);
         plain_desc.mask = desc.mask;
         plain_desc.device = desc.device;
         attngen::Status plain_status;
-        const std::function<void()> plain = [&] {
-            const std::size_t layer = next_layer++ % layer_k_t.size();
-            plain_status = attngen::attention(q_t, layer_k_t[layer], layer_v_t[layer], o_t, plain_desc);
-        };
+        const std::function<void()> plain = [&] { plain_status = attention_on_next_layer(plain_desc); };
         const double paired = paired_time_ratio(call, plain);
         if (plain_status && status && paired > 0) {
             state.counters["time_over_plain_paired"] = paired;
