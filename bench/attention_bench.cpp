@@ -16,6 +16,9 @@
 // run right after the row's timed loop) and pct_read_bw (against it); for attngen's rows of a positional scheme,
 // time_over_plain_paired (its time over plain attention's, the two called in turn: paired_time_ratio) and, with
 // extra products, pct_plain_with_extra_paired (its GFLOP/s with them as a percentage of plain's, from that ratio);
+// paired the same way, on attngen's fp32 prefill rows speedup_over_onednn_paired (the unfused oneDNN baseline's
+// time over attngen's) and, causal, pct_noncausal_paired (causal GFLOP/s as a percentage of the same kernel's
+// without the mask), and on the bf16 rows speedup_over_fp32_paired (the fp32 kernel's time over bf16's);
 // max_err is the validation's max abs error. Times are wall-clock (UseRealTime). attngen's decode rows
 // cycle through kv_layers copies of K and V, twice the last-level cache together, so each call reads
 // them from memory (decode_cache_layers); the baselines read one copy, which a large enough cache keeps
@@ -51,6 +54,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace attngen_bench {
@@ -147,30 +151,34 @@ Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
     return cache;
 }
 
-// This implementation's time over plain attention's, paired: the two called in turn, in alternating order,
-// and the median of the per-pair ratios. The host's drift, which moved whole rows 1.2-1.7x apart between
-// runs of one binary on a 2-core VM, cancels within a pair; the rows' own times (and ratios of their
-// medians) do not. One warm-up pair, then enough pairs for about 0.3 s (5 to 25).
-double paired_time_ratio(const std::function<void()> &scheme, const std::function<void()> &plain) {
+// One implementation's time over another's, paired: the two called in turn, in alternating order, and the
+// median of the per-pair ratios. The host's drift, which moved whole rows 1.2-1.7x apart between runs of
+// one binary on a 2-core VM, cancels within a pair; the rows' own times (and ratios of their medians) do
+// not. One warm-up pair, then enough pairs for about 0.3 s (5 to 25). `settle` sleeps before each timed
+// call, where one side's threads would otherwise still be busy when the other starts (oneDNN's OpenMP
+// workers spin for milliseconds after a call).
+double paired_time_ratio(const std::function<void()> &measured, const std::function<void()> &reference,
+                         std::chrono::microseconds settle = std::chrono::microseconds(0)) {
     using Clock = std::chrono::steady_clock;
-    auto seconds = [](const std::function<void()> &call) {
+    auto seconds = [&](const std::function<void()> &call) {
+        if (settle.count() > 0) std::this_thread::sleep_for(settle);
         const auto start = Clock::now();
         call();
         return std::chrono::duration<double>(Clock::now() - start).count();
     };
-    const double pair_seconds = seconds(plain) + seconds(scheme);
+    const double pair_seconds = seconds(reference) + seconds(measured);
     const int pairs = std::clamp(int(0.3 / std::max(pair_seconds, 1e-6)), 5, 25) | 1;  // odd: one median
     std::vector<double> ratios;
     for (int n = 0; n < pairs; n++) {
-        double plain_seconds, scheme_seconds;
+        double reference_seconds, measured_seconds;
         if (n % 2 == 0) {
-            plain_seconds = seconds(plain);
-            scheme_seconds = seconds(scheme);
+            reference_seconds = seconds(reference);
+            measured_seconds = seconds(measured);
         } else {
-            scheme_seconds = seconds(scheme);
-            plain_seconds = seconds(plain);
+            measured_seconds = seconds(measured);
+            reference_seconds = seconds(reference);
         }
-        if (plain_seconds > 0) ratios.push_back(scheme_seconds / plain_seconds);
+        if (reference_seconds > 0) ratios.push_back(measured_seconds / reference_seconds);
     }
     if (ratios.empty()) return 0;
     std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
@@ -336,6 +344,46 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
             if (has_extra_flops(c.scheme))
                 state.counters["pct_plain_with_extra_paired"] = flops_with_extra(c) / flops(c) / paired * 100.0;
         }
+    }
+    if (impl == Impl::Attngen && c.causal && !c.shape.decode()) {
+        // The same kernel without the mask, in turn: causal GFLOP/s (half the work) as a percentage of
+        // non-causal's, free of the drift between the two rows.
+        attngen_attention_desc full_desc = desc;
+        full_desc.mask = ATTNGEN_MASK_NONE;
+        attngen::Status full_status;
+        const std::function<void()> full = [&] { full_status = attention_on_next_layer(full_desc); };
+        const double paired = paired_time_ratio(call, full);
+        if (full_status && status && paired > 0) state.counters["pct_noncausal_paired"] = 50.0 / paired;
+    }
+    if (impl == Impl::Attngen && !c.shape.decode()) {
+        // The unfused oneDNN baseline (the best unfused peer) in turn: attngen's speed-up over it.
+        try {
+            OnednnAttention baseline(p);
+            Floats baseline_out(p.q_size());
+            const std::function<void()> unfused = [&] { baseline.run(baseline_out.data()); };
+            const double paired = paired_time_ratio(call, unfused, std::chrono::milliseconds(10));
+            if (status && paired > 0) state.counters["speedup_over_onednn_paired"] = 1.0 / paired;
+        } catch (const std::exception &) {
+            // No oneDNN pairing where the baseline cannot run this configuration (its own row says why).
+        }
+    }
+    if (impl == Impl::AttngenBf16) {
+        // The fp32 kernel on the same values (and, for decode, as many layers of its own) in turn.
+        const int fp32_layers = decode_cache_layers(c, 4.0);
+        std::vector<Floats> fp32_k(fp32_layers, p.k), fp32_v(fp32_layers, p.v);
+        Floats fp32_out(p.q_size());
+        const attngen::Tensor fp32_q = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
+        const attngen::Tensor fp32_o = attngen::tensor(fp32_out.data(), {p.B, p.H, p.Lq, p.D});
+        std::size_t fp32_next = 0;
+        attngen::Status fp32_status;
+        const std::function<void()> fp32 = [&] {
+            const std::size_t layer = fp32_next++ % fp32_k.size();
+            fp32_status =
+                attngen::attention(fp32_q, attngen::tensor(fp32_k[layer].data(), {p.B, p.Hkv, p.Lk, p.D}),
+                                   attngen::tensor(fp32_v[layer].data(), {p.B, p.Hkv, p.Lk, p.D}), fp32_o, desc);
+        };
+        const double paired = paired_time_ratio(call, fp32);
+        if (fp32_status && status && paired > 0) state.counters["speedup_over_fp32_paired"] = 1.0 / paired;
     }
     state.SetLabel(label);
 }

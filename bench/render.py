@@ -186,12 +186,15 @@ def markdown(context, table, probes, source):
                  "without that counter used the start-up probe). 'time / plain, paired' is the scheme's time over plain "
                  "attention's with the two called in turn in the same row (median of the per-pair ratios), so the host's "
                  "drift between rows cancels; '% plain with extra, paired' turns it into GFLOP/s with the extra "
-                 "products as a percentage of plain's.")
+                 "products as a percentage of plain's. Paired the same way: 'causal % of non-causal, paired' (causal "
+                 "GFLOP/s over the same kernel's without the mask), 'speed-up over oneDNN, paired' (attngen fp32 "
+                 "against the unfused oneDNN baseline) and 'bf16 speed-up, paired' (the bf16 kernel against fp32's).")
     lines.append("")
     header = ["scheme", "mask", "shape", "attngen GFLOP/s", "% sgemm peak", "with extra", "openblas", "onednn",
               "naive", "attngen/openblas", "attngen/onednn", "decode GB/s", "% read bw", "attngen ms", "bf16 GFLOP/s",
               "bf16/fp32", "rotated-key cache ms", "time / plain, paired", "% plain with extra, paired",
-              "bf16 time / plain, paired", "rotated-key cache time / plain, paired"]
+              "bf16 time / plain, paired", "rotated-key cache time / plain, paired", "causal % of non-causal, paired",
+              "speed-up over oneDNN, paired", "bf16 speed-up, paired"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(header) - 3)) + "|")
     for (scheme, mask, shape), row in table.items():
@@ -213,7 +216,8 @@ def markdown(context, table, probes, source):
                  ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag), milliseconds(row.get("attngen_kvcache")),
                  paired(a, "time_over_plain_paired"), cell(a, "pct_plain_with_extra_paired"),
                  paired(row.get("attngen_bf16"), "time_over_plain_paired"),
-                 paired(row.get("attngen_kvcache"), "time_over_plain_paired")]
+                 paired(row.get("attngen_kvcache"), "time_over_plain_paired"), cell(a, "pct_noncausal_paired"),
+                 paired(a, "speedup_over_onednn_paired"), paired(row.get("attngen_bf16"), "speedup_over_fp32_paired")]
         lines.append("| " + " | ".join(cells) + " |")
     errors = [(f"{impl}/{s}/{m}/{sh}", r["_error"]) for (s, m, sh), row in table.items() for impl, r in row.items()
               if r.get("_error")]
