@@ -20,7 +20,7 @@
 // time over attngen's) and, causal, pct_noncausal_paired (causal GFLOP/s as a percentage of the same kernel's
 // without the mask), and on the bf16 rows speedup_over_fp32_paired (the fp32 kernel's time over bf16's);
 // max_err is the validation's max abs error. Times are wall-clock (UseRealTime). attngen's decode rows
-// cycle through kv_layers copies of K and V, twice the last-level cache together, so each call reads
+// cycle through kv_layers copies of K and V, twice the last-level cache (at least 256 MiB) together, so each call reads
 // them from memory (decode_cache_layers); the baselines read one copy, which a large enough cache keeps
 // warm for them.
 //
@@ -123,12 +123,16 @@ bool transforms_keys(SchemeId scheme) {
 
 // Decode calls cycle through this many copies of K and V (a deeper cache's layers, read once per call
 // each, as a decoder reads one layer's cache per step): together at least twice the last-level cache,
-// so each call reads its keys and values from memory. With one copy, K and V of (1,32,1,4096,128)
-// (128 MiB) stayed in a 260 MiB L3 between calls and decode read them at 2.4x the memory's speed.
+// and at least kMinDecodeCycleBytes, so each call reads its keys and values from memory. With one copy,
+// K and V of (1,32,1,4096,128) (128 MiB) stayed in a 260 MiB L3 between calls and decode read them at
+// 2.4x the memory's speed. The floor covers hosts whose sysfs has no cache entries (the 2-core Zen 5 VM:
+// there every decode row had one copy, and with 8 KV heads K and V, 32 MiB in fp32 and 16 in bf16, came
+// partly or wholly from its 32 MiB L3).
+constexpr double kMinDecodeCycleBytes = 256.0 * (1 << 20);
 int decode_cache_layers(const Config &c, double bytes_per_element) {
     if (!c.shape.decode()) return 1;
     const double layer = kv_bytes(c, bytes_per_element), llc = double(last_level_cache_bytes());
-    return std::clamp(int(std::ceil(2.0 * llc / layer)), 1, 64);
+    return std::clamp(int(std::ceil(std::max(2.0 * llc, kMinDecodeCycleBytes) / layer)), 1, 64);
 }
 
 // The problem's keys rotated once, as a decoder's KV cache holds them (attngen_rope, or attngen_xpos
