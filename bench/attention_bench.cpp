@@ -372,19 +372,24 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         }
     }
     if (impl == Impl::AttngenBf16) {
-        // The fp32 kernel on the same values (and, for decode, as many layers of its own) in turn.
+        // The fp32 kernel on the same values (and, for decode, as many layers of its own: the problem's
+        // K and V, then copies) in turn.
         const int fp32_layers = decode_cache_layers(c, 4.0);
-        std::vector<Floats> fp32_k(fp32_layers, p.k), fp32_v(fp32_layers, p.v);
+        std::vector<Floats> fp32_k(fp32_layers - 1, p.k), fp32_v(fp32_layers - 1, p.v);
+        std::vector<attngen::Tensor> fp32_k_t{attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D})};
+        std::vector<attngen::Tensor> fp32_v_t{attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D})};
+        for (int layer = 0; layer < fp32_layers - 1; layer++) {
+            fp32_k_t.push_back(attngen::tensor(fp32_k[layer].data(), {p.B, p.Hkv, p.Lk, p.D}));
+            fp32_v_t.push_back(attngen::tensor(fp32_v[layer].data(), {p.B, p.Hkv, p.Lk, p.D}));
+        }
         Floats fp32_out(p.q_size());
         const attngen::Tensor fp32_q = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
         const attngen::Tensor fp32_o = attngen::tensor(fp32_out.data(), {p.B, p.H, p.Lq, p.D});
         std::size_t fp32_next = 0;
         attngen::Status fp32_status;
         const std::function<void()> fp32 = [&] {
-            const std::size_t layer = fp32_next++ % fp32_k.size();
-            fp32_status =
-                attngen::attention(fp32_q, attngen::tensor(fp32_k[layer].data(), {p.B, p.Hkv, p.Lk, p.D}),
-                                   attngen::tensor(fp32_v[layer].data(), {p.B, p.Hkv, p.Lk, p.D}), fp32_o, desc);
+            const std::size_t layer = fp32_next++ % fp32_k_t.size();
+            fp32_status = attngen::attention(fp32_q, fp32_k_t[layer], fp32_v_t[layer], fp32_o, desc);
         };
         const double paired = paired_time_ratio(call, fp32);
         if (fp32_status && status && paired > 0) state.counters["speedup_over_fp32_paired"] = 1.0 / paired;
