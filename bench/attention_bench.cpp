@@ -39,6 +39,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -158,19 +159,40 @@ Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
 // One implementation's time over another's, paired: the two called in turn, in alternating order, and the
 // median of the per-pair ratios. The host's drift, which moved whole rows 1.2-1.7x apart between runs of
 // one binary on a 2-core VM, cancels within a pair; the rows' own times (and ratios of their medians) do
-// not. One warm-up pair, then enough pairs for about 0.3 s (5 to 25). `settle` sleeps before each timed
-// call, where one side's threads would otherwise still be busy when the other starts (oneDNN's OpenMP
-// workers spin for milliseconds after a call).
+// not. One warm-up pair, then enough pairs for about 0.3 s (5 to 25).
+// With `warm_up` > 0 each turn is a block: calls, untimed, until `warm_up` has passed, then kTimedBlockCalls
+// timed calls (their median). The untimed calls absorb the switch from the other side: oneDNN's OpenMP
+// workers spin for milliseconds after a call, and attngen's next 2-4 calls at 4x256^2 took 1.6-2x as long
+// as the rest (AMD Zen 5 VM, 2026-12-06). Sleeping instead (10 ms before every call, until then) lets the
+// VM's cores idle, and the first call after an idle core is slow for any implementation: attngen
+// at 4x256^2 took 3.8 ms after a 10 ms sleep against 2.0 ms back to back, which pulled the ratio towards 1.
 double paired_time_ratio(const std::function<void()> &measured, const std::function<void()> &reference,
-                         std::chrono::microseconds settle = std::chrono::microseconds(0)) {
+                         std::chrono::microseconds warm_up = std::chrono::microseconds(0)) {
     using Clock = std::chrono::steady_clock;
+    constexpr int kTimedBlockCalls = 3;
     auto seconds = [&](const std::function<void()> &call) {
-        if (settle.count() > 0) std::this_thread::sleep_for(settle);
-        const auto start = Clock::now();
-        call();
-        return std::chrono::duration<double>(Clock::now() - start).count();
+        if (warm_up.count() == 0) {
+            const auto start = Clock::now();
+            call();
+            return std::chrono::duration<double>(Clock::now() - start).count();
+        }
+        const auto block_start = Clock::now();
+        do {
+            call();
+        } while (Clock::now() - block_start < warm_up);
+        std::array<double, kTimedBlockCalls> times{};
+        for (double &time : times) {
+            const auto start = Clock::now();
+            call();
+            time = std::chrono::duration<double>(Clock::now() - start).count();
+        }
+        std::sort(times.begin(), times.end());
+        return times[kTimedBlockCalls / 2];
     };
-    const double pair_seconds = seconds(reference) + seconds(measured);
+    const auto warm_up_pair_start = Clock::now();
+    seconds(reference);
+    seconds(measured);
+    const double pair_seconds = std::chrono::duration<double>(Clock::now() - warm_up_pair_start).count();
     const int pairs = std::clamp(int(0.3 / std::max(pair_seconds, 1e-6)), 5, 25) | 1;  // odd: one median
     std::vector<double> ratios;
     for (int n = 0; n < pairs; n++) {
@@ -365,7 +387,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
             OnednnAttention baseline(p);
             Floats baseline_out(p.q_size());
             const std::function<void()> unfused = [&] { baseline.run(baseline_out.data()); };
-            const double paired = paired_time_ratio(call, unfused, std::chrono::milliseconds(10));
+            const double paired = paired_time_ratio(call, unfused, std::chrono::milliseconds(20));
             if (status && paired > 0) state.counters["speedup_over_onednn_paired"] = 1.0 / paired;
         } catch (const std::exception &) {
             // No oneDNN pairing where the baseline cannot run this configuration (its own row says why).
