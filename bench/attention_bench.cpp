@@ -136,6 +136,21 @@ int decode_cache_layers(const Config &c, double bytes_per_element) {
     return std::clamp(int(std::ceil(std::max(2.0 * llc, kMinDecodeCycleBytes) / layer)), 1, 64);
 }
 
+// Decode layers 1 .. layers-1 of a call cycle (decode_cache_layers): copies of `k` and `v` kept in `k_copies` and
+// `v_copies`, their tensors appended to `k_tensors` and `v_tensors` (which hold layer 0, the problem's own).
+void append_float_layers(const Problem &p, int layers, const Floats &k, const Floats &v, std::vector<Floats> &k_copies,
+                         std::vector<Floats> &v_copies, std::vector<attngen::Tensor> &k_tensors,
+                         std::vector<attngen::Tensor> &v_tensors) {
+    k_copies.reserve(k_copies.size() + layers);
+    v_copies.reserve(v_copies.size() + layers);
+    for (int layer = 1; layer < layers; layer++) {
+        k_copies.push_back(k);
+        v_copies.push_back(v);
+        k_tensors.push_back(attngen::tensor(k_copies.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+        v_tensors.push_back(attngen::tensor(v_copies.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+    }
+}
+
 // The problem's keys rotated once, as a decoder's KV cache holds them (attngen_rope, or attngen_xpos
 // with downscale, at positions 0..Lk-1), and `desc` switched to use them as such.
 Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
@@ -170,24 +185,19 @@ double paired_time_ratio(const std::function<void()> &measured, const std::funct
                          std::chrono::microseconds warm_up = std::chrono::microseconds(0)) {
     using Clock = std::chrono::steady_clock;
     constexpr int kTimedBlockCalls = 3;
+    const int timed_calls = warm_up.count() > 0 ? kTimedBlockCalls : 1;
     auto seconds = [&](const std::function<void()> &call) {
-        if (warm_up.count() == 0) {
-            const auto start = Clock::now();
-            call();
-            return std::chrono::duration<double>(Clock::now() - start).count();
-        }
         const auto block_start = Clock::now();
-        do {
+        while (Clock::now() - block_start < warm_up)
             call();
-        } while (Clock::now() - block_start < warm_up);
         std::array<double, kTimedBlockCalls> times{};
-        for (double &time : times) {
+        for (int n = 0; n < timed_calls; n++) {
             const auto start = Clock::now();
             call();
-            time = std::chrono::duration<double>(Clock::now() - start).count();
+            times[n] = std::chrono::duration<double>(Clock::now() - start).count();
         }
-        std::sort(times.begin(), times.end());
-        return times[kTimedBlockCalls / 2];
+        std::sort(times.begin(), times.begin() + timed_calls);
+        return times[timed_calls / 2];
     };
     const auto warm_up_pair_start = Clock::now();
     seconds(reference);
@@ -290,22 +300,18 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                 layers = decode_cache_layers(c, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
                 layer_k_t.assign(1, k_t);
                 layer_v_t.assign(1, v_t);
-                layer_k.reserve(layers);
-                layer_v.reserve(layers);
-                layer_k16.reserve(layers);
-                layer_v16.reserve(layers);
-                for (int layer = 1; layer < layers; layer++) {
-                    if (impl == Impl::AttngenBf16) {
+                if (impl == Impl::AttngenBf16) {
+                    layer_k16.reserve(layers);
+                    layer_v16.reserve(layers);
+                    for (int layer = 1; layer < layers; layer++) {
                         layer_k16.push_back(k16);
                         layer_v16.push_back(v16);
                         layer_k_t.push_back(attngen::bf16_tensor(layer_k16.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
                         layer_v_t.push_back(attngen::bf16_tensor(layer_v16.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
-                    } else {
-                        layer_k.push_back(impl == Impl::AttngenKvCache ? k_cache : p.k);
-                        layer_v.push_back(p.v);
-                        layer_k_t.push_back(attngen::tensor(layer_k.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
-                        layer_v_t.push_back(attngen::tensor(layer_v.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
                     }
+                } else {
+                    append_float_layers(p, layers, impl == Impl::AttngenKvCache ? k_cache : p.k, p.v, layer_k, layer_v,
+                                        layer_k_t, layer_v_t);
                 }
                 call = [&] { status = attention_on_next_layer(desc); };
                 break;
@@ -396,14 +402,10 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     if (impl == Impl::AttngenBf16) {
         // The fp32 kernel on the same values (and, for decode, as many layers of its own: the problem's
         // K and V, then copies) in turn.
-        const int fp32_layers = decode_cache_layers(c, 4.0);
-        std::vector<Floats> fp32_k(fp32_layers - 1, p.k), fp32_v(fp32_layers - 1, p.v);
+        std::vector<Floats> fp32_k, fp32_v;
         std::vector<attngen::Tensor> fp32_k_t{attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D})};
         std::vector<attngen::Tensor> fp32_v_t{attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D})};
-        for (int layer = 0; layer < fp32_layers - 1; layer++) {
-            fp32_k_t.push_back(attngen::tensor(fp32_k[layer].data(), {p.B, p.Hkv, p.Lk, p.D}));
-            fp32_v_t.push_back(attngen::tensor(fp32_v[layer].data(), {p.B, p.Hkv, p.Lk, p.D}));
-        }
+        append_float_layers(p, decode_cache_layers(c, 4.0), p.k, p.v, fp32_k, fp32_v, fp32_k_t, fp32_v_t);
         Floats fp32_out(p.q_size());
         const attngen::Tensor fp32_q = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
         const attngen::Tensor fp32_o = attngen::tensor(fp32_out.data(), {p.B, p.H, p.Lq, p.D});
