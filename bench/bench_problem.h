@@ -3,7 +3,7 @@
 // byte counts, and the double-precision reference rows used to validate each implementation.
 #pragma once
 
-#include "attngen/attngen.h"
+#include "attngen/attngen.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -15,33 +15,12 @@
 
 namespace attngen_bench {
 
-// Every buffer a kernel reads or writes starts on a cache line (64 bytes), as a tensor library's
-// allocations do: std::vector's storage (16-byte aligned) splits every other 64-byte vector load across
-// two lines. AOT, Intel Xeon (family 6 model 207), plain prefill (1,8,512,512,64), (4,8,256,256,64) and
-// (1,16,1024,1024,128): 0.77-0.88x the speed of the same kernel on aligned inputs.
+// Every buffer a kernel, baseline or probe reads or writes comes from attngen_alloc: it starts on a cache
+// line (64 bytes), as a tensor library's allocations do (std::vector's storage, 16-byte aligned, splits
+// every other 64-byte vector load across two lines: AOT, Intel Xeon (family 6 model 207), plain prefill
+// 0.77-0.88x the speed on aligned inputs), and blocks of 2 MiB or more are advised as huge pages.
 template <typename T>
-struct CacheLineAllocator {
-    using value_type = T;
-    static constexpr std::size_t kAlignment = 64;
-    CacheLineAllocator() = default;
-    template <typename U>
-    CacheLineAllocator(const CacheLineAllocator<U> &) {}
-    T *allocate(std::size_t n) {
-        void *p = ::operator new(n * sizeof(T), std::align_val_t(kAlignment));
-        return static_cast<T *>(p);
-    }
-    void deallocate(T *p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
-    template <typename U>
-    bool operator==(const CacheLineAllocator<U> &) const {
-        return true;
-    }
-    template <typename U>
-    bool operator!=(const CacheLineAllocator<U> &) const {
-        return false;
-    }
-};
-template <typename T>
-using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
+using AlignedVector = std::vector<T, attngen::Allocator<T>>;
 using Floats = AlignedVector<float>;
 
 enum class SchemeId { Sdpa, Alibi, T5, Shaw, Txl, Deberta, RopeHalf, RopeInterleaved, Xpos };

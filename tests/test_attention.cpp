@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -714,6 +715,40 @@ TEST_CASE("attention: concurrent calls from several threads", "[attention][threa
         CHECK(mismatches[n] == 0);
         CHECK_CLOSE(expected[n], reference_output(cases[n]), kAtol, kRtol);
     }
+}
+
+TEST_CASE("attngen_alloc: aligned blocks, huge-page blocks, and failures as NULL", "[attention][memory]") {
+    CHECK(attngen_alloc(0) == nullptr);
+    CHECK(attngen_alloc(SIZE_MAX) == nullptr);      // rounding up would overflow
+    CHECK(attngen_alloc(SIZE_MAX / 2) == nullptr);  // more than any machine has
+    attngen_free(nullptr);
+    for (const size_t bytes :
+         {size_t(1), size_t(100), size_t(64) << 10, (size_t(2) << 20) - 4, size_t(2) << 20, (size_t(5) << 20) + 12}) {
+        INFO("bytes " << bytes);
+        auto *block = static_cast<unsigned char *>(attngen_alloc(bytes));
+        REQUIRE(block != nullptr);
+        const size_t alignment = bytes >= (size_t(2) << 20) ? size_t(2) << 20 : 64;
+        CHECK(reinterpret_cast<std::uintptr_t>(block) % alignment == 0);
+        for (size_t n = 0; n < bytes; n++)
+            block[n] = static_cast<unsigned char>(n * 7);
+        size_t wrong = 0;
+        for (size_t n = 0; n < bytes; n++)
+            wrong += block[n] != static_cast<unsigned char>(n * 7);
+        CHECK(wrong == 0);
+        attngen_free(block);
+    }
+    // A kernel reads tensors in such memory like any other (decode over a 2 MiB+ K/V cache).
+    AttnCase c = sdpa(1, 8, 2, 1, 2048, 128, 43);
+    std::vector<float, attngen::Allocator<float>> k(c.k.begin(), c.k.end()), v(c.v.begin(), c.v.end());
+    REQUIRE(k.size() * sizeof(float) >= (size_t(2) << 20));
+    CHECK(reinterpret_cast<std::uintptr_t>(k.data()) % (size_t(2) << 20) == 0);
+    std::vector<float> out(c.q.size());
+    attngen_attention_desc desc = attngen::attention_desc();
+    const attngen::Status status = attngen::attention(
+        attngen::tensor(c.q.data(), {1, 8, 1, 128}), attngen::tensor(k.data(), {1, 2, 2048, 128}),
+        attngen::tensor(v.data(), {1, 2, 2048, 128}), attngen::tensor(out.data(), {1, 8, 1, 128}), desc);
+    REQUIRE(status.ok());
+    CHECK_CLOSE(out, reference_output(c), kAtol, kRtol);
 }
 
 TEST_CASE("attention: cached kernel temporaries are reused and can be released", "[attention][memory]") {

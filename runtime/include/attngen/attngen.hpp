@@ -3,9 +3,11 @@
 
 #include "attngen.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,31 @@ uint16_t to_bf16(float value);
 float from_bf16(uint16_t bits);
 // A strided view; strides in elements.
 Tensor strided(float *data, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides);
+
+// An allocator for standard containers over attngen_alloc (cache-line aligned, huge pages for large
+// blocks): std::vector<float, attngen::Allocator<float>>. Throws std::bad_alloc on failure.
+template <typename T>
+struct Allocator {
+    using value_type = T;
+    Allocator() = default;
+    template <typename U>
+    Allocator(const Allocator<U> &) {}
+    T *allocate(std::size_t n) {
+        if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+        void *block = attngen_alloc(n * sizeof(T));
+        if (!block) throw std::bad_alloc();
+        return static_cast<T *>(block);
+    }
+    void deallocate(T *block, std::size_t) { attngen_free(block); }
+    template <typename U>
+    bool operator==(const Allocator<U> &) const {
+        return true;
+    }
+    template <typename U>
+    bool operator!=(const Allocator<U> &) const {
+        return false;
+    }
+};
 
 struct Status {
     attngen_status code = ATTNGEN_OK;
