@@ -114,7 +114,8 @@ int main() {
         attngen::AttentionDesc desc = attngen::attention_desc(p.scheme, p.mask);
         attngen::RunInfo info{};
         const auto qt = attngen::tensor(q.data(), {p.batch, p.heads, p.q_len, p.head_dim});
-        std::vector<float> key_cache = k;
+        // The caches in attngen_alloc memory (cache-line aligned, huge pages from 2 MiB): decode streams them.
+        std::vector<float, attngen::Allocator<float>> key_cache(k.begin(), k.end()), value_cache(v.begin(), v.end());
         const auto kt = attngen::tensor(key_cache.data(), {p.batch, p.kv_heads, p.k_len, p.head_dim});
         if (p.rotated_key_cache) {
             // Keys at positions 0 .. k_len-1, rotated in place once; a decoder does this per appended key.
@@ -125,7 +126,7 @@ int main() {
             }
             desc.keys_rotated = 1;
         }
-        const auto vt = attngen::tensor(v.data(), {p.batch, p.kv_heads, p.k_len, p.head_dim});
+        const auto vt = attngen::tensor(value_cache.data(), {p.batch, p.kv_heads, p.k_len, p.head_dim});
         const auto ot = attngen::tensor(out.data(), {p.batch, p.heads, p.q_len, p.head_dim});
         attngen::Status status = attngen::attention(qt, kt, vt, ot, desc, &info);  // warm-up
         if (!status) {
