@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -717,6 +719,37 @@ TEST_CASE("attention: concurrent calls from several threads", "[attention][threa
     }
 }
 
+namespace {
+
+// The transparent-huge-page mode ("always", "madvise", "never"), or "" where the system does not say.
+std::string thp_mode() {
+    std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string text;
+    std::getline(file, text);
+    const size_t open = text.find('['), close = text.find(']');
+    return open == std::string::npos || close == std::string::npos ? "" : text.substr(open + 1, close - open - 1);
+}
+
+// Whether the mapping holding `address` may use transparent huge pages (/proc/self/smaps "THPeligible"),
+// or -1 where smaps does not say.
+int thp_eligible(const void *address) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto target = reinterpret_cast<std::uintptr_t>(address);
+    bool inside = false;
+    std::string line;
+    while (std::getline(smaps, line)) {
+        unsigned long long start = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%llx-%llx ", &start, &end) == 2) {  // a mapping's header line
+            inside = target >= start && target < end;
+        } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+            return std::atoi(line.c_str() + std::strlen("THPeligible:"));
+        }
+    }
+    return -1;
+}
+
+}  // namespace
+
 TEST_CASE("attngen_alloc: aligned blocks, huge-page blocks, and failures as NULL", "[attention][memory]") {
     CHECK(attngen_alloc(0) == nullptr);
     CHECK(attngen_alloc(SIZE_MAX) == nullptr);      // rounding up would overflow
@@ -735,7 +768,28 @@ TEST_CASE("attngen_alloc: aligned blocks, huge-page blocks, and failures as NULL
         for (size_t n = 0; n < bytes; n++)
             wrong += block[n] != static_cast<unsigned char>(n * 7);
         CHECK(wrong == 0);
+        // Blocks of 2 MiB or more are advised as huge pages: where THP waits for that advice (or is always on)
+        // the kernel must report their mapping eligible.
+        const std::string mode = thp_mode();
+        if (bytes >= (size_t(2) << 20) && (mode == "madvise" || mode == "always")) {
+            const int eligible = thp_eligible(block);
+            INFO("THP mode " << mode << ", THPeligible " << eligible);
+            if (eligible == -1)
+                WARN("/proc/self/smaps has no THPeligible field: the advice is not checked");
+            else
+                CHECK(eligible == 1);
+        }
         attngen_free(block);
+    }
+    // The control: in "madvise" mode a block from malloc, without the advice, is not eligible (so the
+    // smaps reading above tells the two apart).
+    if (thp_mode() == "madvise") {
+        void *plain = std::malloc(size_t(4) << 20);
+        REQUIRE(plain != nullptr);
+        std::memset(plain, 1, size_t(4) << 20);
+        const int eligible = thp_eligible(plain);
+        if (eligible != -1) CHECK(eligible == 0);
+        std::free(plain);
     }
     // A kernel reads tensors in such memory like any other (decode over a 2 MiB+ K/V cache).
     AttnCase c = sdpa(1, 8, 2, 1, 2048, 128, 43);
