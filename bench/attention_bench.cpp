@@ -136,18 +136,27 @@ int decode_cache_layers(const Config &c, double bytes_per_element) {
     return std::clamp(int(std::ceil(std::max(2.0 * llc, kMinDecodeCycleBytes) / layer)), 1, 64);
 }
 
+// A decode layer's K or V as a tensor: fp32, or bf16 bits.
+attngen::Tensor layer_tensor(const Problem &p, float *data) {
+    return attngen::tensor(data, {p.B, p.Hkv, p.Lk, p.D});
+}
+attngen::Tensor layer_tensor(const Problem &p, uint16_t *data) {
+    return attngen::bf16_tensor(data, {p.B, p.Hkv, p.Lk, p.D});
+}
+
 // Decode layers 1 .. layers-1 of a call cycle (decode_cache_layers): copies of `k` and `v` kept in `k_copies` and
 // `v_copies`, their tensors appended to `k_tensors` and `v_tensors` (which hold layer 0, the problem's own).
-void append_float_layers(const Problem &p, int layers, const Floats &k, const Floats &v, std::vector<Floats> &k_copies,
-                         std::vector<Floats> &v_copies, std::vector<attngen::Tensor> &k_tensors,
-                         std::vector<attngen::Tensor> &v_tensors) {
+template <typename T>
+void append_layers(const Problem &p, int layers, const AlignedVector<T> &k, const AlignedVector<T> &v,
+                   std::vector<AlignedVector<T>> &k_copies, std::vector<AlignedVector<T>> &v_copies,
+                   std::vector<attngen::Tensor> &k_tensors, std::vector<attngen::Tensor> &v_tensors) {
     k_copies.reserve(k_copies.size() + layers);
     v_copies.reserve(v_copies.size() + layers);
     for (int layer = 1; layer < layers; layer++) {
         k_copies.push_back(k);
         v_copies.push_back(v);
-        k_tensors.push_back(attngen::tensor(k_copies.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
-        v_tensors.push_back(attngen::tensor(v_copies.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
+        k_tensors.push_back(layer_tensor(p, k_copies.back().data()));
+        v_tensors.push_back(layer_tensor(p, v_copies.back().data()));
     }
 }
 
@@ -300,19 +309,11 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                 layers = decode_cache_layers(c, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
                 layer_k_t.assign(1, k_t);
                 layer_v_t.assign(1, v_t);
-                if (impl == Impl::AttngenBf16) {
-                    layer_k16.reserve(layers);
-                    layer_v16.reserve(layers);
-                    for (int layer = 1; layer < layers; layer++) {
-                        layer_k16.push_back(k16);
-                        layer_v16.push_back(v16);
-                        layer_k_t.push_back(attngen::bf16_tensor(layer_k16.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
-                        layer_v_t.push_back(attngen::bf16_tensor(layer_v16.back().data(), {p.B, p.Hkv, p.Lk, p.D}));
-                    }
-                } else {
-                    append_float_layers(p, layers, impl == Impl::AttngenKvCache ? k_cache : p.k, p.v, layer_k, layer_v,
-                                        layer_k_t, layer_v_t);
-                }
+                if (impl == Impl::AttngenBf16)
+                    append_layers(p, layers, k16, v16, layer_k16, layer_v16, layer_k_t, layer_v_t);
+                else
+                    append_layers(p, layers, impl == Impl::AttngenKvCache ? k_cache : p.k, p.v, layer_k, layer_v,
+                                  layer_k_t, layer_v_t);
                 call = [&] { status = attention_on_next_layer(desc); };
                 break;
             }
@@ -405,7 +406,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         std::vector<Floats> fp32_k, fp32_v;
         std::vector<attngen::Tensor> fp32_k_t{attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D})};
         std::vector<attngen::Tensor> fp32_v_t{attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D})};
-        append_float_layers(p, decode_cache_layers(c, 4.0), p.k, p.v, fp32_k, fp32_v, fp32_k_t, fp32_v_t);
+        append_layers(p, decode_cache_layers(c, 4.0), p.k, p.v, fp32_k, fp32_v, fp32_k_t, fp32_v_t);
         Floats fp32_out(p.q_size());
         const attngen::Tensor fp32_q = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
         const attngen::Tensor fp32_o = attngen::tensor(fp32_out.data(), {p.B, p.H, p.Lq, p.D});

@@ -755,6 +755,7 @@ TEST_CASE("attngen_alloc: aligned blocks, huge-page blocks, and failures as NULL
     CHECK(attngen_alloc(SIZE_MAX) == nullptr);      // rounding up would overflow
     CHECK(attngen_alloc(SIZE_MAX / 2) == nullptr);  // more than any machine has
     attngen_free(nullptr);
+    const std::string mode = thp_mode();
     for (const size_t bytes :
          {size_t(1), size_t(100), size_t(64) << 10, (size_t(2) << 20) - 4, size_t(2) << 20, (size_t(5) << 20) + 12}) {
         INFO("bytes " << bytes);
@@ -770,7 +771,6 @@ TEST_CASE("attngen_alloc: aligned blocks, huge-page blocks, and failures as NULL
         CHECK(wrong == 0);
         // Blocks of 2 MiB or more are advised as huge pages: where THP waits for that advice (or is always on)
         // the kernel must report their mapping eligible.
-        const std::string mode = thp_mode();
         if (bytes >= (size_t(2) << 20) && (mode == "madvise" || mode == "always")) {
             const int eligible = thp_eligible(block);
             INFO("THP mode " << mode << ", THPeligible " << eligible);
@@ -783,7 +783,7 @@ TEST_CASE("attngen_alloc: aligned blocks, huge-page blocks, and failures as NULL
     }
     // The control: in "madvise" mode a block from malloc, without the advice, is not eligible (so the
     // smaps reading above tells the two apart).
-    if (thp_mode() == "madvise") {
+    if (mode == "madvise") {
         void *plain = std::malloc(size_t(4) << 20);
         REQUIRE(plain != nullptr);
         std::memset(plain, 1, size_t(4) << 20);
