@@ -136,11 +136,11 @@ int decode_cache_layers(const Config &c, double bytes_per_element) {
     return std::clamp(int(std::ceil(std::max(2.0 * llc, kMinDecodeCycleBytes) / layer)), 1, 64);
 }
 
-// A decode layer's K or V as a tensor: fp32, or bf16 bits.
-attngen::Tensor layer_tensor(const Problem &p, float *data) {
+// An input K or V of the problem's shape [B, Hkv, Lk, D] as a tensor: fp32, or bf16 bits.
+attngen::Tensor kv_tensor(const Problem &p, const float *data) {
     return attngen::tensor(data, {p.B, p.Hkv, p.Lk, p.D});
 }
-attngen::Tensor layer_tensor(const Problem &p, uint16_t *data) {
+attngen::Tensor kv_tensor(const Problem &p, const uint16_t *data) {
     return attngen::bf16_tensor(data, {p.B, p.Hkv, p.Lk, p.D});
 }
 
@@ -155,8 +155,8 @@ void append_layers(const Problem &p, int layers, const AlignedVector<T> &k, cons
     for (int layer = 1; layer < layers; layer++) {
         k_copies.push_back(k);
         v_copies.push_back(v);
-        k_tensors.push_back(layer_tensor(p, k_copies.back().data()));
-        v_tensors.push_back(layer_tensor(p, v_copies.back().data()));
+        k_tensors.push_back(kv_tensor(p, k_copies.back().data()));
+        v_tensors.push_back(kv_tensor(p, v_copies.back().data()));
     }
 }
 
@@ -164,7 +164,7 @@ void append_layers(const Problem &p, int layers, const AlignedVector<T> &k, cons
 // with downscale, at positions 0..Lk-1), and `desc` switched to use them as such.
 Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
     Floats cache(p.k.size());
-    const attngen::Tensor raw = attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D});
+    const attngen::Tensor raw = kv_tensor(p, p.k.data());
     const attngen::Tensor rotated = attngen::tensor(cache.data(), {p.B, p.Hkv, p.Lk, p.D});
     char error[512] = "";
     attngen_status status;
@@ -284,8 +284,8 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                 if (impl != Impl::AttngenBf16) {
                     const float *keys = impl == Impl::AttngenKvCache ? k_cache.data() : p.k.data();
                     q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
-                    k_t = attngen::tensor(keys, {p.B, p.Hkv, p.Lk, p.D});
-                    v_t = attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D});
+                    k_t = kv_tensor(p, keys);
+                    v_t = kv_tensor(p, p.v.data());
                     o_t = attngen::tensor(out.data(), {p.B, p.H, p.Lq, p.D});
                 } else {
                     q16 = to_bf16(p.q);
@@ -293,8 +293,8 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                     v16 = to_bf16(p.v);
                     out16.assign(p.q_size(), 0);
                     q_t = attngen::bf16_tensor(q16.data(), {p.B, p.H, p.Lq, p.D});
-                    k_t = attngen::bf16_tensor(k16.data(), {p.B, p.Hkv, p.Lk, p.D});
-                    v_t = attngen::bf16_tensor(v16.data(), {p.B, p.Hkv, p.Lk, p.D});
+                    k_t = kv_tensor(p, k16.data());
+                    v_t = kv_tensor(p, v16.data());
                     o_t = attngen::bf16_tensor(out16.data(), {p.B, p.H, p.Lq, p.D});
                 }
                 attngen::RunInfo info{};
@@ -404,8 +404,8 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         // The fp32 kernel on the same values (and, for decode, as many layers of its own: the problem's
         // K and V, then copies) in turn.
         std::vector<Floats> fp32_k, fp32_v;
-        std::vector<attngen::Tensor> fp32_k_t{attngen::tensor(p.k.data(), {p.B, p.Hkv, p.Lk, p.D})};
-        std::vector<attngen::Tensor> fp32_v_t{attngen::tensor(p.v.data(), {p.B, p.Hkv, p.Lk, p.D})};
+        std::vector<attngen::Tensor> fp32_k_t{kv_tensor(p, p.k.data())};
+        std::vector<attngen::Tensor> fp32_v_t{kv_tensor(p, p.v.data())};
         append_layers(p, decode_cache_layers(c, 4.0), p.k, p.v, fp32_k, fp32_v, fp32_k_t, fp32_v_t);
         Floats fp32_out(p.q_size());
         const attngen::Tensor fp32_q = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
