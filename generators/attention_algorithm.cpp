@@ -314,9 +314,14 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.row_key_begin(ii, it, b) = select(ctl.mask_kind == kMaskSlidingWindow, position - ctl.window + 1, 0);
     s.row_key_end = Func("row_key_end");
     s.row_key_end(ii, it, b) = select(ctl.mask_kind == kMaskNone, valid_keys, min(valid_keys, position + 1));
-    Expr allowed = key_index >= s.row_key_begin(ii, it, b) && key_index < s.row_key_end(ii, it, b);
+    auto allowed_at = [&](const Expr &key) {
+        return key >= s.row_key_begin(ii, it, b) && key < s.row_key_end(ii, it, b);
+    };
     s.scores = Func("scores");
-    s.scores(ii, jj, c, it, h, b) = score + select(allowed, 0.f, kMaskedScore);
+    // Masked by updates (Blocking::mask_keys_by_range): only where a chunk holds keys that some row of
+    // the tile cannot see; otherwise every score of every chunk.
+    const bool mask_by_range = blocking.mask_keys_by_range && blocking.trim_chunk_keys && !p.single_row_tiles;
+    s.scores(ii, jj, c, it, h, b) = mask_by_range ? score : score + select(allowed_at(key_index), 0.f, kMaskedScore);
     if (s.table_term_by_band) {
         s.rk = RDom(0, chunk, "band_keys");
         Expr rk_key = chunk_start + s.rk;
@@ -328,6 +333,23 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         if (s.folds_edge_rows) key = key_in_range(key);
         s.scores(ii, band_key, c, it, h, b) +=
             scale * table_term_at(table_term.row(key - p.query_position(row)), row, key);
+    }
+    if (mask_by_range) {
+        // Every row of the tile sees the keys from the last row's first to the first row's end (rows see
+        // ranges that move forward with the row): only keys after or before those take the mask (a
+        // causal diagonal, a window's trailing edge). A key in both ranges is masked twice: still masked.
+        // In key pairs (bf16 dot products) the ranges extend to whole pairs: a pair that holds a visible key
+        // is read whole, its other key past the tile's range included.
+        auto whole_pairs_end = [&](const Expr &end) { return dot_products_in_row_pairs ? (end + 1) / 2 * 2 : end; };
+        auto whole_pairs_begin = [&](const Expr &begin) { return dot_products_in_row_pairs ? begin / 2 * 2 : begin; };
+        auto mask_keys_between = [&](const std::string &name, const Expr &begin, const Expr &end) {
+            RDom keys(0, chunk, name);
+            Expr masked_key = visible_keys(keys, Expr(), begin, end);
+            s.scores(ii, masked_key, c, it, h, b) += select(allowed_at(chunk_start + masked_key), 0.f, kMaskedScore);
+            s.mask_updates.push_back({s.scores.num_update_definitions() - 1, keys});
+        };
+        mask_keys_between("keys_past_first_row", keys_seen_end(first_row), whole_pairs_end(s.key_end(it, b)));
+        mask_keys_between("keys_before_last_row", whole_pairs_begin(s.key_begin(it, b)), keys_seen_begin(last_row));
     }
 
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
@@ -354,7 +376,12 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
             cast(BFloat(16), s.probs(ii, 2 * key_pair + pair, c, it, h, b));
         s.rs = RDom(0, 2, 0, chunk / 2, "sum_keys");
         Expr sum_key_pair = visible_key_pairs(s.rs, s.key_begin(it, b), s.key_end(it, b));
-        s.chunk_sum(ii, c, it, h, b) += cast<float>(s.probs_pairs(s.rs.x, ii, sum_key_pair, c, it, h, b));
+        // As dot products with a pair of ones (stored, so that the product stays one): a bf16 dot-product
+        // instruction sums a pair per lane, where widening them and separating the pairs took four.
+        s.sum_weights = Func("sum_weights");
+        s.sum_weights(pair) = cast(BFloat(16), 1.f);
+        s.chunk_sum(ii, c, it, h, b) +=
+            cast<float>(s.probs_pairs(s.rs.x, ii, sum_key_pair, c, it, h, b)) * cast<float>(s.sum_weights(s.rs.x));
     } else {
         s.chunk_sum(ii, c, it, h, b) += s.probs(ii, visible_rj, c, it, h, b);
     }

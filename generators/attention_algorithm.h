@@ -87,6 +87,9 @@ struct Blocking {
     // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
     // bytes (0: no cap), so that query heads taking turns on a chunk find it in cache.
     int chunk_kv_bytes_max = 0;
+    // Multi-row tiles with trimmed chunks: scores take the mask in updates over the keys that some row of
+    // the tile cannot see (AttentionStages::mask_updates), so chunks every row sees whole skip it.
+    bool mask_keys_by_range = false;
 };
 
 // Runtime controls shared by every scheme.
@@ -125,6 +128,8 @@ struct AttentionStages {
     // keys, (pair, ii, key_pair, c, it, h, b) = probs[ii][2 key_pair + pair]; rd and rv are then 2-D, (pair,
     // channel pair) and (pair, key pair). chunk_sum then adds the rounded probabilities (over rs).
     Halide::Func query_pairs, probs_pairs;
+    // (pair): bf16 ones, chunk_sum's other operand with prefill's bf16 dot products
+    Halide::Func sum_weights;
     Halide::Func query;                       // (d, i, h, b): transformed queries (the input if none)
     Halide::Func query_partner;               // (d, ii, it, h, b): see key_rotation_in_product
     Halide::Func chunk_query;                 // (d, ii, c, it, h, b): the query q.k takes (Blocking::fold_edge_rows)
@@ -136,8 +141,14 @@ struct AttentionStages {
     Halide::Func group_key_begin, group_key_end;
     Halide::Func qk;  // (ii, jj, c, it, h, b): q.k over d
     // (ii, jj, c, it, h, b): scaled, biased, masked; a relative table term by band adds update 0 (over
-    // rk): the keys of the chunk within the tile's band.
+    // rk): the keys of the chunk within the tile's band; masking by range adds the last updates.
     Halide::Func scores;
+    // Blocking::mask_keys_by_range: the scores' updates that mask, each over its keys of the chunk.
+    struct MaskUpdate {
+        int index;
+        Halide::RDom keys;
+    };
+    std::vector<MaskUpdate> mask_updates;
     Halide::Func chunk_max;  // (ii, c, it, h, b)
     Halide::Func probs;      // (ii, jj, c, it, h, b): exp(s - chunk max)
     Halide::Func chunk_sum;  // (ii, c, it, h, b)
