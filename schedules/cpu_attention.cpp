@@ -503,30 +503,22 @@ void schedule_prefill(AttentionStages &s, Func output, const OutputLoops &loops,
     } else {
         s.scores.vectorize(s.ii, vw, guard);
     }
-    if (s.table_term_by_band) {
-        // The band update (the keys within the tile's band): keys outermost, rows vectorized.
+    // The scores' updates over keys of the chunk (the band's, the mask's: Blocking::mask_keys_by_range):
+    // keys outermost, rows vectorized.
+    auto schedule_key_update = [&](int update, const RDom &keys) {
         if (row_vectors) {
-            s.scores.update(0)
+            s.scores.update(update)
                 .split(s.ii, row_vec, lanes, vw)
-                .reorder(lanes, row_vec, s.rk)
+                .reorder(lanes, row_vec, keys)
                 .vectorize(lanes)
                 .unroll(row_vec);
         } else {
-            s.scores.update(0).vectorize(s.ii, vw, guard);
+            s.scores.update(update).vectorize(s.ii, vw, guard);
         }
-    }
-    // The mask updates (Blocking::mask_keys_by_range): keys outermost, rows vectorized, as the band's.
-    for (const AttentionStages::MaskUpdate &mask : s.mask_updates) {
-        if (row_vectors) {
-            s.scores.update(mask.index)
-                .split(s.ii, row_vec, lanes, vw)
-                .reorder(lanes, row_vec, mask.keys)
-                .vectorize(lanes)
-                .unroll(row_vec);
-        } else {
-            s.scores.update(mask.index).vectorize(s.ii, vw, guard);
-        }
-    }
+    };
+    if (s.table_term_by_band) schedule_key_update(0, s.rk);
+    for (const AttentionStages::MaskUpdate &mask : s.mask_updates)
+        schedule_key_update(mask.index, mask.keys);
     s.qk.compute_at(s.scores, key_block);
     const bool dot_products = s.query_pairs.defined() && row_vectors && pv_part_width > 0 && rows_in_blocks;
     if (s.query_pairs.defined() && !dot_products)
