@@ -193,6 +193,24 @@ function(attngen_tuned_params SCHEME OPTIONS SHAPE HEAD_DIM OUT)
     set(${OUT} "" PARENT_SCOPE)
 endfunction()
 
+# Generator parameters of a bf16 dot-product kernel from its fp32 entry's: prefill's key_chunk times
+# ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE (the entry's K/V bytes per chunk, see AttngenOptions.cmake).
+function(attngen_bf16_dot_params SHAPE PARAMS OUT)
+    set(scale "${ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE}")
+    if (NOT scale)
+        set(scale 1)
+    endif ()
+    set(result "")
+    foreach (param IN LISTS PARAMS)
+        if (SHAPE STREQUAL "prefill" AND param MATCHES "^key_chunk=([0-9]+)$")
+            math(EXPR keys "${CMAKE_MATCH_1} * ${scale}")
+            set(param key_chunk=${keys})
+        endif ()
+        list(APPEND result ${param})
+    endforeach ()
+    set(${OUT} ${result} PARENT_SCOPE)
+endfunction()
+
 # Variants a scheme file declares with a line "// attngen-variants: opt:a opt:b" (default: one).
 function(attngen_scheme_variants SCHEME_FILE OUT_VARIANTS)
     file(STRINGS ${SCHEME_FILE} lines REGEX "^// attngen-variants:")

@@ -53,6 +53,13 @@ set(ATTNGEN_BF16_DOT_TARGET "x86-64-linux-avx-avx2-avx512-avx512_cannonlake-avx5
     CACHE STRING "Halide target of the bf16 dot-product kernels (their IR is compiled without AVX512-FP16)")
 set(ATTNGEN_BF16_DOT_LLC_FLAGS "-mcpu=x86-64-v4;-mattr=+avx512bf16" CACHE STRING
     "llc-14 CPU flags of the bf16 dot-product kernels: every instruction must exist on AVX-512 CPUs with avx512_bf16")
+# bf16 prefill on dot products takes key chunks of this many times the tuned entry's keys (the tuner times fp32
+# kernels): 2 keeps the entry's K/V bytes per chunk, and halves the chunks' per-chunk softmax and merge work,
+# which the dot products' faster matmuls leave a larger share of. AMD Zen 5, the bench's 72 bf16 prefill rows,
+# one process each, bf16 over fp32 paired: >= 1.6x on 44 rows with 2, 40 with 4, 17 with 1 (plain 1.42-1.70x
+# -> 1.62-1.74x; 4x8x256x256x64 gained most, 1.47 -> 1.71x).
+set(ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE 2 CACHE STRING
+    "Key chunk of bf16 dot-product prefill kernels, in multiples of the tuned (fp32) entry's")
 option(ATTNGEN_OPENCL "Generate OpenCL kernels (run on PoCL in the tests)" ON)
 # CUDA kernels by default only where this machine has an NVIDIA driver: the main job generates the
 # library for the machine it runs on, and elsewhere (CI) they could only be compiled, at an eighth of

@@ -93,6 +93,12 @@ constexpr int kPvBlockVectors = 4;
 // T5 0.55-0.97x, Shaw 0.85-1.13x, DeBERTa 0.78-0.91x, RoPE 0.71-1.12x; 32 KV heads 0.77-1.57x (RoPE
 // 1.11-1.57x), so there the tuned entries for any vendor set 1 for grouped blocks only, and not for
 // RoPE or xPos.
+// bf16 keys rotated inside q.k (RoPE, xPos in multi-head tiles), whose per-key rotation table takes twice
+// the key's bytes, are read in one run: AMD Zen 5, the bench's (1,32,1,4096,128) bf16 rows, 32 KV heads,
+// kernels of 1 run beside 4, 2 alternating processes, bf16 over fp32 paired, 1 run / 4 runs: RoPE half
+// 1.43-1.45x / 1.21-1.22x, interleaved 1.53-1.74x / 1.22-1.26x, xPos 1.54-1.65x / 1.37-1.39x. (The same for
+// every scheme's bf16 keys: plain and ALiBi level, Shaw 1.54-1.55x / 1.44-1.50x, TXL 1.28-1.32x /
+// 1.14-1.18x, but T5 1.60-1.68x / 1.83-1.86x, DeBERTa 1.41-1.44x / 1.52-1.55x.)
 constexpr int kMultiHeadDecodeKeyRuns = 4;
 
 // Vectors of d a P.V block covers at a time, of a fixed head_dim's `vectors`: all of them, or parts of
@@ -670,7 +676,10 @@ void schedule_decode(AttentionStages &s, Func output, const OutputLoops &loops, 
     const bool head_group_tasks = decode_tasks_run_head_groups(p);
     const int head_block = s.blocking.head_block;
     // Keys read in interleaved runs (see kMultiHeadDecodeKeyRuns): chunks of a fixed key count only.
-    const int runs = head_block > 1 ? std::max(p.grouped_decode_key_runs, 1) : kMultiHeadDecodeKeyRuns;
+    const bool bf16_keys_rotated_in_product = rotate_in_dot_product && s.key_storage == BFloat(16);
+    const int runs = head_block > 1                 ? std::max(p.grouped_decode_key_runs, 1)
+                     : bf16_keys_rotated_in_product ? 1
+                                                    : kMultiHeadDecodeKeyRuns;
     const bool key_runs = runs > 1 && !s.blocking.trim_chunk_keys && s.blocking.key_chunk % runs == 0;
     const int run_keys = s.blocking.key_chunk / runs;
     Var run("run"), run_key("run_key");

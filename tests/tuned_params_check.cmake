@@ -1,5 +1,6 @@
 # Which tuned entry a kernel takes (attngen_tuned_params): its head dim's own entry, else the head_dim 64
-# entry, else none; entries of ATTNGEN_TUNED_CPU_VENDOR before those for any vendor. Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
+# entry, else none; entries of ATTNGEN_TUNED_CPU_VENDOR before those for any vendor. And a bf16 dot-product
+# kernel's parameters from its entry's (attngen_bf16_dot_params). Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
 include(${ATTNGEN_SOURCE_DIR}/cmake/AttngenKernels.cmake)
 
 set(ATTNGEN_TUNED_FILE "${WORK_DIR}/tuned_params_check.json")
@@ -59,4 +60,19 @@ expect(sdpa "" decode 128 "query_tile=1;key_chunk=512;grouped_decode_key_runs=1"
 expect(alibi "" prefill 128 "query_tile=16;key_chunk=32")
 expect(t5 "" decode 64 "query_tile=1;key_chunk=2048")
 expect(t5 "" decode 128 "query_tile=1;key_chunk=2048")
-message(STATUS "tuned parameters: 20 selections as expected")
+
+# bf16 dot-product kernels: prefill's key chunk scaled, everything else as the entry says.
+function(expect_dot SHAPE PARAMS EXPECTED)
+    attngen_bf16_dot_params(${SHAPE} "${PARAMS}" got)
+    if (NOT "${got}" STREQUAL "${EXPECTED}")
+        message(FATAL_ERROR "bf16 dot ${SHAPE} '${PARAMS}': got '${got}', expected '${EXPECTED}'")
+    endif ()
+endfunction()
+set(ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE 2)
+expect_dot(prefill "query_tile=64;key_chunk=128;qk_block_keys=4" "query_tile=64;key_chunk=256;qk_block_keys=4")
+expect_dot(decode "query_tile=1;key_chunk=512;grouped_decode_key_runs=1"
+           "query_tile=1;key_chunk=512;grouped_decode_key_runs=1")
+expect_dot(prefill "query_tile=64" "query_tile=64")  # no key_chunk: the schedule's default
+set(ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE 1)
+expect_dot(prefill "query_tile=64;key_chunk=128" "query_tile=64;key_chunk=128")
+message(STATUS "tuned parameters: 20 selections and 4 bf16 dot-product parameter sets as expected")
