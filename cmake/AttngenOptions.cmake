@@ -60,6 +60,13 @@ set(ATTNGEN_BF16_DOT_LLC_FLAGS "-mcpu=x86-64-v4;-mattr=+avx512bf16" CACHE STRING
 # -> 1.62-1.74x; 4x8x256x256x64 gained most, 1.47 -> 1.71x).
 set(ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE 2 CACHE STRING
     "Key chunk of bf16 dot-product prefill kernels, in multiples of the tuned (fp32) entry's")
+# bf16 decode (every kernel but split-K's) takes key chunks of this many times the tuned entry's keys: 2 keeps
+# the entry's K/V bytes per chunk (the decode schedule caps a chunk at 512 KiB of K and V; schemes with a value
+# term, Shaw's, keep the entry's keys). AMD Zen 5, AOT, (1,32,1,4096,128) with K/V cycled through 512 MiB,
+# alternating processes: plain 0.90x the time with 32 KV heads, 0.91x with 8; ALiBi 0.88x / 0.94x; Shaw with 8
+# KV heads 1.25x (hence its exception).
+set(ATTNGEN_BF16_DECODE_KEY_CHUNK_SCALE 2 CACHE STRING
+    "Key chunk of bf16 decode kernels, in multiples of the tuned (fp32) entry's")
 option(ATTNGEN_OPENCL "Generate OpenCL kernels (run on PoCL in the tests)" ON)
 # CUDA kernels by default only where this machine has an NVIDIA driver: the main job generates the
 # library for the machine it runs on, and elsewhere (CI) they could only be compiled, at an eighth of

@@ -84,6 +84,9 @@ struct Blocking {
     // prefill also keeps its query rows and probabilities in pairs (query_pairs, probs_pairs). The pipeline
     // keeps it only for such variants (define_attention_pipeline); not with a rotation in q.k.
     bool bf16_dot_products = false;
+    // bf16 K and V: key_chunk times this, before the cap below (the build sets it for decode from
+    // ATTNGEN_BF16_DECODE_KEY_CHUNK_SCALE); schemes with a value term keep key_chunk (define_attention_pipeline).
+    int bf16_key_chunk_scale = 1;
     // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
     // bytes (0: no cap), so that query heads taking turns on a chunk find it in cache.
     int chunk_kv_bytes_max = 0;

@@ -49,6 +49,8 @@ public:
     GeneratorParam<int> split_keys{"split_keys", -1};
     GeneratorParam<int> trim_chunk_keys{"trim_chunk_keys", -1};
     GeneratorParam<int> grouped_decode_key_runs{"grouped_decode_key_runs", 0};
+    // key_chunk multiplier of bf16 kernels (Blocking::bf16_key_chunk_scale).
+    GeneratorParam<int> bf16_key_chunk_scale{"bf16_key_chunk_scale", 1};
     GeneratorParam<int> gpu_threads_d{"gpu_threads_d", 0};
     GeneratorParam<int> gpu_qk_tile_keys{"gpu_qk_tile_keys", 0};
     GeneratorParam<int> gpu_qk_tile_rows{"gpu_qk_tile_rows", 0};
@@ -169,6 +171,7 @@ private:
         if (split_keys >= 0) params.split_keys = split_keys != 0;
         if (trim_chunk_keys >= 0) params.blocking.trim_chunk_keys = trim_chunk_keys != 0;
         if (grouped_decode_key_runs > 0) params.grouped_decode_key_runs = grouped_decode_key_runs;
+        if (bf16_key_chunk_scale > 1) params.blocking.bf16_key_chunk_scale = bf16_key_chunk_scale;
         if (!merge.value().empty()) params.blocking.merge = parse_merge(merge);
         return params;
     }

@@ -75,4 +75,19 @@ expect_dot(decode "query_tile=1;key_chunk=512;grouped_decode_key_runs=1"
 expect_dot(prefill "query_tile=64" "query_tile=64")  # no key_chunk: the schedule's default
 set(ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE 1)
 expect_dot(prefill "query_tile=64;key_chunk=128" "query_tile=64;key_chunk=128")
-message(STATUS "tuned parameters: 20 selections and 4 bf16 dot-product parameter sets as expected")
+
+# bf16 decode kernels: the generator scales the key chunk, except split-K's.
+function(expect_bf16_decode PARAMS EXPECTED)
+    attngen_bf16_decode_params("${PARAMS}" got)
+    if (NOT "${got}" STREQUAL "${EXPECTED}")
+        message(FATAL_ERROR "bf16 decode '${PARAMS}': got '${got}', expected '${EXPECTED}'")
+    endif ()
+endfunction()
+set(ATTNGEN_BF16_DECODE_KEY_CHUNK_SCALE 2)
+expect_bf16_decode("query_tile=1;key_chunk=512;split_keys=0"
+                   "query_tile=1;key_chunk=512;split_keys=0;bf16_key_chunk_scale=2")
+expect_bf16_decode("query_tile=1;key_chunk=2048;split_keys=1" "query_tile=1;key_chunk=2048;split_keys=1")
+expect_bf16_decode("query_tile=1" "query_tile=1;bf16_key_chunk_scale=2")
+set(ATTNGEN_BF16_DECODE_KEY_CHUNK_SCALE 1)
+expect_bf16_decode("query_tile=1;key_chunk=512" "query_tile=1;key_chunk=512")
+message(STATUS "tuned parameters: 20 selections, 4 bf16 dot-product and 4 bf16 decode parameter sets as expected")
