@@ -193,29 +193,21 @@ function(attngen_tuned_params SCHEME OPTIONS SHAPE HEAD_DIM OUT)
     set(${OUT} "" PARENT_SCOPE)
 endfunction()
 
-# PARAMS with key_chunk=N replaced by N * SCALE (parameters without a key_chunk keep the schedule's default).
-function(attngen_scale_key_chunk PARAMS SCALE OUT)
-    if (NOT SCALE)
-        set(SCALE 1)
+# Generator parameters of a bf16 dot-product kernel from its fp32 entry's: prefill's key_chunk times
+# ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE (the entry's K/V bytes per chunk, see AttngenOptions.cmake).
+function(attngen_bf16_dot_params SHAPE PARAMS OUT)
+    set(scale "${ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE}")
+    if (NOT scale)
+        set(scale 1)
     endif ()
     set(result "")
     foreach (param IN LISTS PARAMS)
-        if (param MATCHES "^key_chunk=([0-9]+)$")
-            math(EXPR keys "${CMAKE_MATCH_1} * ${SCALE}")
+        if (SHAPE STREQUAL "prefill" AND param MATCHES "^key_chunk=([0-9]+)$")
+            math(EXPR keys "${CMAKE_MATCH_1} * ${scale}")
             set(param key_chunk=${keys})
         endif ()
         list(APPEND result ${param})
     endforeach ()
-    set(${OUT} ${result} PARENT_SCOPE)
-endfunction()
-
-# Generator parameters of a bf16 dot-product kernel from its fp32 entry's: prefill's key_chunk times
-# ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE (the entry's K/V bytes per chunk, see AttngenOptions.cmake).
-function(attngen_bf16_dot_params SHAPE PARAMS OUT)
-    set(result ${PARAMS})
-    if (SHAPE STREQUAL "prefill")
-        attngen_scale_key_chunk("${PARAMS}" "${ATTNGEN_BF16_PREFILL_KEY_CHUNK_SCALE}" result)
-    endif ()
     set(${OUT} ${result} PARENT_SCOPE)
 endfunction()
 

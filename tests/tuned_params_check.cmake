@@ -1,6 +1,7 @@
 # Which tuned entry a kernel takes (attngen_tuned_params): its head dim's own entry, else the head_dim 64
 # entry, else none; entries of ATTNGEN_TUNED_CPU_VENDOR before those for any vendor. And a bf16 dot-product
-# kernel's parameters from its entry's (attngen_bf16_dot_params). Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
+# kernel's and a bf16 decode kernel's parameters from
+# its entry's (attngen_bf16_dot_params, attngen_bf16_decode_params). Run as: cmake -DATTNGEN_SOURCE_DIR=<repo> -DWORK_DIR=<dir> -P tuned_params_check.cmake
 include(${ATTNGEN_SOURCE_DIR}/cmake/AttngenKernels.cmake)
 
 set(ATTNGEN_TUNED_FILE "${WORK_DIR}/tuned_params_check.json")
