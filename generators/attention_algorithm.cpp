@@ -119,12 +119,33 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     auto key_in_range = [&](const Expr &index) { return min(index, p.k_len - 1); };
     Expr chunk_start = c * chunk;
     Expr key_index = chunk_start + jj;
+    // Untrimmed one-row chunks in blocks (Blocking::tail_key_block): the blocks that hold a key the tile
+    // sees. The reductions over a chunk's scores read the blocks past those as one wholly masked block
+    // (probability 0, no effect on the max), so bounds inference computes q.k and the probabilities for
+    // the seen blocks and that one; P.V skips the unseen blocks (its loop's steady state has no test).
+    enum class TailBlocks { All, ReadMaskedBlock, Skip };
+    const int tail_block = blocking.tail_key_block;
+    const bool blocks_tail = !blocking.trim_chunk_keys && p.single_row_tiles && tail_block > 0 &&
+                             chunk % tail_block == 0 && chunk > tail_block;
+    auto seen_blocks = [&]() {
+        return clamp((s.key_end(it, b) - chunk_start + tail_block - 1) / tail_block, 0, chunk / tail_block);
+    };
     // A key loop over the chunk, trimmed (when the blocking asks) to the keys in [begin, end) (by
     // default, those the tile can see), and further to the chunks where `only_if` holds; returns the
-    // loop's key within the chunk.
-    auto visible_keys = [&](RDom &keys, const Expr &only_if, Expr begin = Expr(), Expr end = Expr()) -> Expr {
+    // loop's key within the chunk. Untrimmed, `tail` selects what blocks_tail does with it.
+    auto visible_keys = [&](RDom &keys, const Expr &only_if, Expr begin = Expr(), Expr end = Expr(),
+                            TailBlocks tail = TailBlocks::All) -> Expr {
         Expr key = chunk_start + keys;
         if (!blocking.trim_chunk_keys) {
+            if (blocks_tail && tail == TailBlocks::ReadMaskedBlock && !only_if.defined()) {
+                Expr computed_blocks = min(seen_blocks() + 1, chunk / tail_block);
+                return min(keys / tail_block, computed_blocks - 1) * tail_block + keys % tail_block;
+            }
+            if (blocks_tail && tail == TailBlocks::Skip && !only_if.defined()) {
+                Expr blocks = max(seen_blocks(), 1);
+                keys.where(likely(keys / tail_block < blocks));
+                return unsafe_promise_clamped(keys, 0, blocks * tail_block - 1);
+            }
             if (only_if.defined()) keys.where(only_if);
             return keys;
         }
@@ -355,7 +376,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // Per-chunk softmax statistics over the keys of the chunk that the tile can see.
     s.rj = RDom(0, chunk, "rj");
     Expr rj_key = chunk_start + s.rj;
-    Expr visible_rj = visible_keys(s.rj, Expr());
+    Expr visible_rj = visible_keys(s.rj, Expr(), Expr(), Expr(), TailBlocks::ReadMaskedBlock);
     s.chunk_max = Func("chunk_max");
     s.chunk_max(ii, c, it, h, b) = kMaskedScore;
     s.chunk_max(ii, c, it, h, b) = max(s.chunk_max(ii, c, it, h, b), s.scores(ii, visible_rj, c, it, h, b));
@@ -404,13 +425,18 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         value_end = s.group_key_end(ii / rows, it, b);
     }
     Expr value_key;  // the key, or with dot_products_in_row_pairs the key pair
+    // One-row tiles' bf16 dot products: P.V over V's rows in pairs of keys.
+    const bool values_in_key_pairs = s.bf16_dot_products && !dot_products_in_row_pairs && !blocking.trim_chunk_keys &&
+                                     chunk % 2 == 0 && blocking.value_row_group == 0;
     if (dot_products_in_row_pairs) {
         if (chunk % 2 != 0 || !blocking.trim_chunk_keys)
             throw std::invalid_argument("attngen: bf16 dot products in prefill need even, trimmed key chunks");
         value_key = visible_key_pairs(s.rv, value_begin.defined() ? value_begin : s.key_begin(it, b),
                                       value_end.defined() ? value_end : s.key_end(it, b));
     } else {
-        value_key = visible_keys(s.rv, Expr(), value_begin, value_end);
+        // (Not where P.V takes keys in bf16 pairs: the test per key pair keeps its loop from the dot products.)
+        value_key = visible_keys(s.rv, Expr(), value_begin, value_end,
+                                 values_in_key_pairs ? TailBlocks::All : TailBlocks::Skip);
     }
     s.chunk_acc = Func("chunk_acc");
     s.chunk_acc(d, ii, c, it, h, b) = 0.f;
@@ -423,7 +449,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         define_value_pairs();
         s.chunk_acc(d, ii, c, it, h, b) += cast<float>(s.probs_pairs(s.rv.x, ii, value_key, c, it, h, b)) *
                                            cast<float>(s.value_pairs(s.rv.x, d, value_key, c, kv_head, b));
-    } else if (s.bf16_dot_products && !blocking.trim_chunk_keys && chunk % 2 == 0 && blocking.value_row_group == 0) {
+    } else if (values_in_key_pairs) {
         // In bf16 pairs of keys: the probabilities rounded, V's rows 2m and 2m + 1 of a chunk interleaved
         // (keys past the last repeat it; their probabilities are 0).
         s.probs_bf16 = Func("probs_bf16");

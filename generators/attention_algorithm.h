@@ -93,6 +93,11 @@ struct Blocking {
     // Multi-row tiles with trimmed chunks: scores take the mask in updates over the keys that some row of
     // the tile cannot see (AttentionStages::mask_updates), so chunks every row sees whole skip it.
     bool mask_keys_by_range = false;
+    // One-row tiles with untrimmed chunks (decode): a chunk's keys in blocks of this many (0: off; a divisor
+    // of key_chunk), of which a chunk computes only those up to the tile's last visible key and one wholly
+    // masked block beyond (q.k, scores, probabilities), and P.V only those up to the last visible key. A
+    // partial last chunk, or a chunk longer than the keys, then costs its visible blocks, not the chunk.
+    int tail_key_block = 0;
 };
 
 // Runtime controls shared by every scheme.

@@ -158,6 +158,13 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
     // 1.42-1.56x -> 1.52-1.64x at 512^2 and 4x256^2, ALiBi 1.42-1.56x -> 1.49-1.62x, Shaw 1.30-1.43x ->
     // 1.33-1.50x, RoPE half pairs 1.40-1.53x -> 1.42-1.59x.
     blocking.mask_keys_by_range = shape == ShapeClass::Prefill && blocking.query_tile > 1;
+    // Decode chunks are computed whole (trim_chunk_keys off), but for the blocks of 128 keys past the last
+    // one a row sees (Blocking::tail_key_block): a partial last chunk, or a chunk longer than the keys,
+    // costs about what it holds. AOT, plain, (1,32,1,Lk,128), K/V cycled through 512 MiB, alternating
+    // processes (A B B A), time over whole chunks: bf16 Lk 256 0.82x, 1025 0.80x, 4097 0.94x, 4096 0.99x;
+    // fp32 1025 0.92x, 4096 1.01x; with K/V in L3, bf16 Lk 128 0.41x. (Per-key tests in place of blocks,
+    // trim_chunk_keys, took 1.23x at 4096: the chunk's max and sum then run a key at a time.)
+    if (shape == ShapeClass::Decode) blocking.tail_key_block = 128;
     // Decode rotates keys (RoPE, xPos) inside q.k by rotating the query instead (schedule_decode), and
     // folds a table term's edge rows into the query (DeBERTa's p2c beyond max_position - 1).
     blocking.key_rotation_in_product = shape == ShapeClass::Decode;

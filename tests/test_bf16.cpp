@@ -133,10 +133,6 @@ bool bf16_dot_kernels_expected() {
 #endif
 }
 
-const attngen_scheme kBuiltInSchemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
-                                          ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
-                                          ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
-
 // Runs c in bf16 against the double reference, checking that a *_dot kernel (built for Halide's
 // avx512_sapphirerapids target) serves it exactly when dot_kernel_expected.
 void check_bf16_run(const AttnCase &c, bool dot_kernel_expected) {
@@ -167,6 +163,26 @@ TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU 
                 c.mask = ATTNGEN_MASK_CAUSAL;
                 if (k_len > 3) c.kv_lengths = {k_len, 613};
                 if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, 910 + int(scheme));
+                round_inputs(c);
+                check_bf16_run(c, dot_expected && scheme != ATTNGEN_SCHEME_TXL);
+            }
+        }
+    }
+}
+
+TEST_CASE("bf16: multi-head decode at lengths around key blocks and chunk ends", "[bf16][decode]") {
+    // Decode computes a partial key chunk only up to the 128-key block holding its last visible key (P.V
+    // stops there; q.k and the probabilities one masked block further): one key, a block and one, a chunk
+    // and one (bf16 chunks hold 512 to 2048 keys), and padding that ends inside a block.
+    const bool dot_expected = bf16_dot_kernels_expected();
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
+        for (const int head_dim : {64, 128}) {
+            for (const int k_len : {1, 129, 1025, 2049}) {
+                const int seed = 980 + int(scheme) * 17 + head_dim + k_len;
+                AttnCase c = make_case(2, 4, 4, 1, k_len, head_dim, seed);
+                c.mask = seed % 2 ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE;
+                if (k_len > 129) c.kv_lengths = {k_len, 131};
+                if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, seed + 1);
                 round_inputs(c);
                 check_bf16_run(c, dot_expected && scheme != ATTNGEN_SCHEME_TXL);
             }

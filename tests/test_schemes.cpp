@@ -848,9 +848,6 @@ TEST_CASE("decode: query heads in blocks of a KV group, every scheme", "[schemes
     // of 4 (one block a task), 8 (two blocks a task), 12 (tasks of one block) and 16 (MQA), and of 2,
     // which the multi-head copy serves; padded batches and every mask. A chunk's keys are read in
     // interleaved runs (schedules/cpu_attention.cpp): 37 keys end inside the first run.
-    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
-                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
-                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
     struct Layout {
         int batch, heads, kv_heads, keys;
         attngen_mask mask;
@@ -862,7 +859,7 @@ TEST_CASE("decode: query heads in blocks of a KV group, every scheme", "[schemes
     };
     const int D = GENERATE(64, 128);
     uint64_t seed = 1900 + D;
-    for (const attngen_scheme scheme : schemes) {
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
         for (const Layout &layout : layouts) {
             AttnCase c = base_case(layout.batch, layout.heads, layout.kv_heads, 1, layout.keys, D, seed++, layout.mask);
             if (layout.batch == 2) c.kv_lengths = {layout.keys, 613};
@@ -1723,4 +1720,34 @@ TEST_CASE("rope_inv_freq: every scaling vs the reference (rtol 1e-6)", "[schemes
     p.beta_slow = 2;
     p.attention_factor = 1.25;
     check(p, 64, 1);
+}
+
+// =================================================================================================
+// Every scheme
+// =================================================================================================
+TEST_CASE("every scheme: decode at lengths around key blocks and chunk ends", "[schemes][decode][padding]") {
+    // Decode computes a partial key chunk only up to the 128-key block holding its last visible key (and
+    // one masked block past it): lengths just below, at and past block and chunk ends (chunks of 256 to
+    // 2048 keys), padding that ends inside a chunk, multi-head and grouped-query layouts, both fast-path
+    // head dims.
+    struct Shape {
+        int H, Hkv, Lk, D;
+        std::vector<int32_t> kv_lengths;
+    };
+    const Shape shapes[] = {
+        {4, 4, 1, 128, {}},        {4, 4, 129, 128, {}}, {4, 4, 1025, 128, {}}, {8, 2, 127, 64, {}},
+        {8, 2, 513, 64, {}},       {4, 4, 2049, 64, {}}, {8, 2, 1100, 128, {}}, {4, 4, 1024, 128, {129, 1000}},
+        {8, 2, 700, 64, {300, 1}},
+    };
+    uint64_t seed = 9100;
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
+        for (const Shape &shape : shapes) {
+            const int batch = shape.kv_lengths.empty() ? 1 : int(shape.kv_lengths.size());
+            AttnCase c = base_case(batch, shape.H, shape.Hkv, 1, shape.Lk, shape.D, seed,
+                                   seed % 2 ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE);
+            c.kv_lengths = shape.kv_lengths;
+            set_random_scheme(c, scheme, seed++);
+            CHECK_MATCHES_REFERENCE(c);
+        }
+    }
 }

@@ -69,6 +69,11 @@ struct AttnCase {
     std::string describe() const;
 };
 
+// The built-in schemes, in the enum's order.
+inline constexpr attngen_scheme kBuiltInSchemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
+                                                     ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
+                                                     ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
+
 // q, k, v uniform in [-1, 1) for a seed; the scheme is SDPA until a set_* call below.
 AttnCase make_case(int batch, int heads, int kv_heads, int q_len, int k_len, int head_dim, uint64_t seed);
 
