@@ -113,11 +113,15 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.query_tile(d, ii, it, h, b) = query(d, clamped_row, head, b) * scale;
 
     // Scores of one (tile, chunk) block.
-    // Reads past the last key (the tail of a partial last chunk) repeat the last key; their scores
-    // are masked. (Unclamped reads for full chunks, a specialization, measured no faster and made
-    // the fixed head_dim paths take up to 1.6x as long to generate.)
-    auto key_in_range = [&](const Expr &index) { return min(index, p.k_len - 1); };
+    // Reads past the last valid key (the tail of a partial last chunk, a batch's padding past kv_len) repeat
+    // that key; their scores are masked. So no score or P.V term reads a padding row, and whatever it
+    // holds (an uninitialized cache row: NaN, inf) cannot reach the output. (Unclamped reads for full chunks, a
+    // specialization, measured no faster and made the fixed head_dim paths take up to 1.6x as long to generate.)
+    // (Clamped to the chunk's first key too, which a chunk the tile visits never passes: bounds inference then
+    // bounds the reads by the chunk, as the GPU schedules' staged copies need.)
     Expr chunk_start = c * chunk;
+    Expr last_valid_key = max(valid_keys - 1, chunk_start);
+    auto key_in_range = [&](const Expr &index) { return min(index, last_valid_key); };
     Expr key_index = chunk_start + jj;
     // Untrimmed one-row chunks in blocks (Blocking::tail_key_block): the blocks that hold a key the tile
     // sees. The reductions over a chunk's scores read the blocks past those as one wholly masked block

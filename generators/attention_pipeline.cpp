@@ -88,7 +88,7 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         // Shaw's value term: with 8 KV heads, (1,32,1,4096,128), 1024 keys took 1.25x the time of 512 (AOT,
         // 3 alternating processes); plain and ALiBi took 0.90x and 0.88-0.94x.
         if (in.k.type() == BFloat(16) && variant_blocking.key_chunk > 0 && !scheme->has_value_term())
-            variant_blocking.key_chunk *= std::max(variant_blocking.bf16_key_chunk_scale, 1);
+            variant_blocking.key_chunk *= variant_blocking.bf16_key_chunk_scale;
         const int key_value_bytes = fixed * (in.k.type().bytes() + in.v.type().bytes());
         while (fixed > 0 && variant_blocking.chunk_kv_bytes_max > 0 && variant_blocking.key_chunk > 64 &&
                variant_blocking.key_chunk * key_value_bytes > variant_blocking.chunk_kv_bytes_max) {

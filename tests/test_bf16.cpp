@@ -190,6 +190,23 @@ TEST_CASE("bf16: multi-head decode at lengths around key blocks and chunk ends",
     }
 }
 
+TEST_CASE("bf16: padding rows holding NaN and infinities never reach the output", "[bf16][padding]") {
+    // As for float32 (test_schemes.cpp), on the bf16 kernels: prefill, multi-head and grouped-query decode.
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
+        for (const int q_len : {1, 37}) {
+            for (const int kv_heads : {4, 2}) {
+                const int seed = 1200 + int(scheme) * 19 + q_len + kv_heads;
+                AttnCase c = make_case(3, 4, kv_heads, q_len, 300, q_len == 1 ? 128 : 64, seed);
+                c.mask = seed % 2 ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE;
+                c.kv_lengths = {300, 151, 0};
+                if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, seed + 1);
+                round_inputs(c);
+                CHECK_PADDING_IS_NEVER_USED(c, run_bf16, kBf16Tol, kBf16Tol);
+            }
+        }
+    }
+}
+
 TEST_CASE("bf16: prefill on avx512_bf16 dot products where the CPU has them", "[bf16][prefill]") {
     // Every scheme, both fixed head dims, every mask; tiles and key chunks that end part-way (131 keys: a
     // chunk of 128 and 3, an odd count), fewer queries than keys (bottom-right causal: the diagonal falls

@@ -1751,3 +1751,24 @@ TEST_CASE("every scheme: decode at lengths around key blocks and chunk ends", "[
         }
     }
 }
+
+TEST_CASE("every scheme: padding rows holding NaN and infinities never reach the output", "[schemes][padding]") {
+    // kv_lengths masks a batch's keys past its length, where a cache's rows may be uninitialized (NaN, inf,
+    // huge values): the outputs equal those of finite padding. Prefill and decode, multi-head and grouped-query
+    // layouts, both fast-path head dims and a generic one, a fully padded batch.
+    struct Shape {
+        int H, Hkv, Lq, Lk, D;
+    };
+    const Shape shapes[] = {
+        {4, 4, 1, 300, 128}, {8, 2, 1, 1100, 64}, {4, 2, 37, 300, 64}, {2, 2, 1, 70, 40}, {2, 2, 20, 70, 40}};
+    uint64_t seed = 9300;
+    for (const attngen_scheme scheme : kBuiltInSchemes) {
+        for (const Shape &shape : shapes) {
+            AttnCase c = base_case(3, shape.H, shape.Hkv, shape.Lq, shape.Lk, shape.D, seed,
+                                   seed % 2 ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE);
+            c.kv_lengths = {shape.Lk, shape.Lk / 2 + 1, 0};
+            set_random_scheme(c, scheme, seed++);
+            CHECK_PADDING_IS_NEVER_USED(c, run_attngen, kAtol, kRtol);
+        }
+    }
+}

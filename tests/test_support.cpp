@@ -189,6 +189,22 @@ void set_xpos(AttnCase &c, double scale_base) {
     c.xpos_scale_base = scale_base;
 }
 
+void poison_padding(AttnCase &c) {
+    const float poison[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 3e38f};
+    for (int b = 0; b < int(c.kv_lengths.size()); b++) {
+        for (int g = 0; g < c.kv_heads; g++) {
+            for (int j = std::max(c.kv_lengths[b], 0); j < c.k_len; j++) {
+                const std::size_t row = ((std::size_t(b) * c.kv_heads + g) * c.k_len + j) * c.head_dim;
+                for (int d = 0; d < c.head_dim; d++) {
+                    c.k[row + d] = poison[(j + d) % 4];
+                    c.v[row + d] = poison[(j + d + 1) % 4];
+                }
+            }
+        }
+    }
+}
+
 AttnCase last_query_rows(const AttnCase &c, int rows) {
     AttnCase r = c;
     r.q_len = rows;

@@ -86,6 +86,10 @@ void set_deberta(AttnCase &c, int span, int bucket_size = 0, int max_position = 
 void set_rope(AttnCase &c, attngen_rope_pairing pairing, int rot_dim = 0, double base = 10000.0);
 void set_xpos(AttnCase &c, double scale_base = 512.0);
 
+// Fills K and V rows past each batch's kv_lengths (padding, which the kernels must never use) with NaN
+// and infinities, as an uninitialized cache may hold.
+void poison_padding(AttnCase &c);
+
 // The case restricted to its last `rows` query rows (queries keep their positions: bottom-right).
 AttnCase last_query_rows(const AttnCase &c, int rows);
 // Row (b, h, i) of a [B, H, Lq, D] output of a case.
@@ -176,3 +180,17 @@ constexpr double kAtol = 1e-4, kRtol = 1e-4;
     } while (0)
 #define CHECK_MATCHES_REFERENCE(case_) \
     CHECK_MATCHES_REFERENCE_TOL(case_, ::attngen::test::kAtol, ::attngen::test::kRtol)
+
+// Runs `run_` (a function (case, out) -> Status) on the case with its padding poisoned (poison_padding) and
+// checks the output against the reference of the case as given: padding rows must never be used.
+#define CHECK_PADDING_IS_NEVER_USED(case_, run_, atol, rtol)                     \
+    do {                                                                         \
+        ::attngen::test::AttnCase c_ = (case_);                                  \
+        const std::vector<double> want_ = ::attngen::test::reference_output(c_); \
+        ::attngen::test::poison_padding(c_);                                     \
+        std::vector<float> got_;                                                 \
+        const ::attngen::Status status_ = run_(c_, got_);                        \
+        INFO(c_.describe() << " status " << status_.message);                    \
+        REQUIRE(status_.ok());                                                   \
+        CHECK_CLOSE(got_, want_, (atol), (rtol));                                \
+    } while (0)
