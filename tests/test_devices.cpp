@@ -250,11 +250,8 @@ TEST_CASE("devices: OpenCL matches CPU, xpos", "[devices][opencl][xpos]") {
 // that grew with Lk, and shared memory beyond a CUDA block's 48 KB (64-key decode chunks of D = 128;
 // DeBERTa's per-row 2 x span products).
 static void check_long_cases(attngen_device device) {
-    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
-                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
-                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
     uint64_t seed = 9700;
-    for (attngen_scheme scheme : schemes) {
+    for (attngen_scheme scheme : kBuiltInSchemes) {
         AttnCase prefill = small(1, 2, 1, 70, 600, 128, seed, ATTNGEN_MASK_CAUSAL);
         set_random_scheme(prefill, scheme, seed++);
         if (scheme == ATTNGEN_SCHEME_DEBERTA) set_deberta(prefill, 256, 0, 0, seed);
@@ -307,10 +304,7 @@ TEST_CASE("devices: CUDA matches CPU where a GPU is present", "[devices][cuda]")
         WARN("no CUDA kernels in this build or no CUDA device: CUDA-vs-CPU comparison not run");
         return;
     }
-    const attngen_scheme schemes[] = {ATTNGEN_SCHEME_SDPA, ATTNGEN_SCHEME_ALIBI, ATTNGEN_SCHEME_T5,
-                                      ATTNGEN_SCHEME_SHAW, ATTNGEN_SCHEME_TXL,   ATTNGEN_SCHEME_DEBERTA,
-                                      ATTNGEN_SCHEME_ROPE, ATTNGEN_SCHEME_XPOS};
-    for (attngen_scheme scheme : schemes) {
+    for (attngen_scheme scheme : kBuiltInSchemes) {
         for (uint64_t seed = 0; seed < 6; seed++) {
             AttnCase c = random_case(9900 + 10 * uint64_t(scheme) + seed, {8, 16, 64, 128});
             set_random_scheme(c, scheme, seed);
