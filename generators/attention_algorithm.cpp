@@ -113,15 +113,20 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.query_tile(d, ii, it, h, b) = query(d, clamped_row, head, b) * scale;
 
     // Scores of one (tile, chunk) block.
-    // Reads past the last valid key (the tail of a partial last chunk, a batch's padding past kv_len) repeat
-    // that key; their scores are masked. So no score or P.V term reads a padding row, and whatever it
-    // holds (an uninitialized cache row: NaN, inf) cannot reach the output. (Unclamped reads for full chunks, a
-    // specialization, measured no faster and made the fixed head_dim paths take up to 1.6x as long to generate.)
-    // (Clamped to the chunk's first key too, which a chunk the tile visits never passes: bounds inference then
-    // bounds the reads by the chunk, as the GPU schedules' staged copies need.)
+    // K and V rows read past the last valid key (the tail of a partial last chunk, a batch's padding past
+    // kv_len) repeat that key: q.k and P.V never read a padding row. (Unclamped reads for full chunks, a
+    // specialization, measured no faster and made the fixed head_dim paths take up to 1.6x as long to
+    // generate.) (Clamped to the chunk's first key too, which a chunk the tile visits never passes: bounds
+    // inference then bounds the reads by the chunk, as the GPU schedules' staged copies need.)
     Expr chunk_start = c * chunk;
     Expr last_valid_key = max(valid_keys - 1, chunk_start);
     auto key_in_range = [&](const Expr &index) { return min(index, last_valid_key); };
+    // The key positions the scheme's hooks see, whose terms may index tables and read K (DeBERTa's p2c), repeat
+    // only the last of k_len: clamped to the valid keys, their bounds reach back to the chunk's first key for
+    // every vector of keys, and a helper computed per vector of scores covered all of it (decode: Transformer-XL
+    // took 11x the time, 44x with 8 KV heads). Scores past the valid keys are masked by a select, not a sum,
+    // so whatever a hook reads in a padding row (NaN, inf) cannot reach the output.
+    auto position_in_range = [&](const Expr &index) { return min(index, p.k_len - 1); };
     Expr key_index = chunk_start + jj;
     // Untrimmed one-row chunks in blocks (Blocking::tail_key_block): the blocks that hold a key the tile
     // sees. The reductions over a chunk's scores read the blocks past those as one wholly masked block
@@ -190,7 +195,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     Expr visible_begin = max(s.key_begin(it, b), chunk_start), visible_end = min(s.key_end(it, b), chunk_start + chunk);
     Expr nearest = visible_begin - p.query_position(last_row);
     Expr farthest = visible_end - 1 - p.query_position(first_row);
-    Expr clamped_key = key_in_range(key_index);
+    Expr clamped_key = key_in_range(key_index), key_position = position_in_range(key_index);
     // (Clamped for a head block: bounds inference over a task's blocks otherwise reaches past the KV heads.)
     Expr kv_head = head_block > 0 ? clamp(p.kv_head(h * head_block), 0, p.kv_heads - 1) : p.kv_head(h);
 
@@ -249,8 +254,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         // q . (R_n k) = (R_n^T q) . k: keys load as they are; the pair swap is the query's, once per row.
         s.query_partner = Func("query_partner");
         s.query_partner(d, ii, it, h, b) = transposed_partner(key_rotation, s.query_tile, d, {ii, it, h, b});
-        query_channel =
-            transposed_rotation(key_rotation, query_channel, s.query_partner(s.rd, ii, it, h, b), s.rd, clamped_key, b);
+        query_channel = transposed_rotation(key_rotation, query_channel, s.query_partner(s.rd, ii, it, h, b), s.rd,
+                                            key_position, b);
     }
     // Prefill's bf16 dot products: rows of a tile side by side, each a pair of channels.
     const bool dot_products_in_row_pairs = s.bf16_dot_products && !p.single_row_tiles;
@@ -270,7 +275,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     s.qk(ii, jj, c, it, h, b) += query_channel * cast<float>(s.key(channel, clamped_key, kv_head, b));
 
     Expr score = s.qk(ii, jj, c, it, h, b);
-    Expr term = scheme.score_term(p, clamped_row, clamped_key, head, b);
+    Expr term = scheme.score_term(p, clamped_row, key_position, head, b);
     if (term.defined()) score += scale * term;
 
     // Table rows are monotone in the distance, so a tile's reads lie between the row bounds at its
@@ -305,7 +310,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     };
     if (table_term.defined() && !s.table_term_by_band) {
         score += scale *
-                 table_term_at(table_term.row(clamped_key - p.query_position(clamped_row)), clamped_row, clamped_key);
+                 table_term_at(table_term.row(key_position - p.query_position(clamped_row)), clamped_row, key_position);
     }
     Expr band_left_edge, band_right_edge;
     // By band, the tables are read at the unclamped `row`: a vector of a tile's rows then reads a per-tile
@@ -327,11 +332,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         // tables per score: the update below.
         band_left_edge = p.query_position(first_row) + low_edge;
         band_right_edge = p.query_position(last_row) + high_edge;
-        score += scale * select(key_index <= band_left_edge, table_term_at(table_term.row(low_edge), row, clamped_key),
+        score += scale * select(key_index <= band_left_edge, table_term_at(table_term.row(low_edge), row, key_position),
                                 key_index >= band_right_edge,
-                                table_term_at(table_term.row(high_edge), row, clamped_key), 0.f);
+                                table_term_at(table_term.row(high_edge), row, key_position), 0.f);
     }
-    Expr bias = scheme.logit_bias(p, clamped_row, clamped_key, head, b);
+    Expr bias = scheme.logit_bias(p, clamped_row, key_position, head, b);
     if (bias.defined()) score += bias;
     // The keys a row can see form one range: two comparisons per score, whatever the mask.
     Expr position = p.query_position(row);
@@ -346,7 +351,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // Masked by updates (Blocking::mask_keys_by_range): only where a chunk holds keys that some row of
     // the tile cannot see; otherwise every score of every chunk.
     const bool mask_by_range = blocking.mask_keys_by_range && blocking.trim_chunk_keys && !p.single_row_tiles;
-    s.scores(ii, jj, c, it, h, b) = mask_by_range ? score : score + select(allowed_at(key_index), 0.f, kMaskedScore);
+    s.scores(ii, jj, c, it, h, b) = mask_by_range ? score : select(allowed_at(key_index), score, kMaskedScore);
     if (s.table_term_by_band) {
         s.rk = RDom(0, chunk, "band_keys");
         Expr rk_key = chunk_start + s.rk;
@@ -355,9 +360,11 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         Expr band_key = s.folds_edge_rows ? visible_keys(s.rk, !(chunk_beyond_low || chunk_beyond_high))
                                           : visible_keys(s.rk, rk_key > band_left_edge && rk_key < band_right_edge);
         Expr key = chunk_start + band_key;
-        if (s.folds_edge_rows) key = key_in_range(key);
-        s.scores(ii, band_key, c, it, h, b) +=
-            scale * table_term_at(table_term.row(key - p.query_position(row)), row, key);
+        if (s.folds_edge_rows) key = position_in_range(key);
+        Expr band_term = scale * table_term_at(table_term.row(key - p.query_position(row)), row, key);
+        // (Folding, past the valid keys: masked scores stay masked, whatever the term read there.)
+        if (s.folds_edge_rows) band_term = select(allowed_at(chunk_start + band_key), band_term, 0.f);
+        s.scores(ii, band_key, c, it, h, b) += band_term;
     }
     if (mask_by_range) {
         // Every row of the tile sees the keys from the last row's first to the first row's end (rows see
@@ -370,7 +377,8 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
         auto mask_keys_between = [&](const std::string &name, const Expr &begin, const Expr &end) {
             RDom keys(0, chunk, name);
             Expr masked_key = visible_keys(keys, Expr(), begin, end);
-            s.scores(ii, masked_key, c, it, h, b) += select(allowed_at(chunk_start + masked_key), 0.f, kMaskedScore);
+            s.scores(ii, masked_key, c, it, h, b) =
+                select(allowed_at(chunk_start + masked_key), s.scores(ii, masked_key, c, it, h, b), kMaskedScore);
             s.mask_updates.push_back({s.scores.num_update_definitions() - 1, keys});
         };
         mask_keys_between("keys_past_first_row", keys_seen_end(first_row), whole_pairs_end(s.key_end(it, b)));
