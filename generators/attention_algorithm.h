@@ -90,6 +90,10 @@ struct Blocking {
     // Where head_dim is fixed, key_chunk is halved until a chunk's K and V take at most this many
     // bytes (0: no cap), so that query heads taking turns on a chunk find it in cache.
     int chunk_kv_bytes_max = 0;
+    // A variant's MultiHead copy (HeadSharing) takes this key_chunk in place of key_chunk, its bf16 scale
+    // and the cap above (0: as the other copies): no other query head reads its chunks again, and fewer,
+    // longer chunks switch between streaming K and V less often.
+    int multi_head_key_chunk = 0;
     // Multi-row tiles with trimmed chunks: scores take the mask in updates over the keys that some row of
     // the tile cannot see (AttentionStages::mask_updates), so chunks every row sees whole skip it.
     bool mask_keys_by_range = false;
@@ -108,10 +112,11 @@ struct AttentionControls {
     Halide::Func kv_len;     // (b): valid keys per batch; keys j >= kv_len(b) are masked
 };
 
-// The head layouts a variant serves. A schedule may want the algorithm in two copies, one for multi-head
-// attention (each KV head serves one query head) and one for grouped queries (several share it; CPU
-// decode: in blocks of Blocking::head_block heads).
-enum class HeadSharing { Any, OneQueryHeadPerKvHead, SharedKvHeads };
+// The head layouts a variant serves. A schedule may want the algorithm in more than one copy: tiles of one
+// query head (OneQueryHeadPerKvHead: the layouts no other copy takes), grouped queries in blocks of
+// Blocking::head_block heads (SharedKvHeads, CPU decode), and multi-head attention, heads == kv_heads
+// (MultiHead: each KV head serves one query head, so no other head reads a chunk it loads).
+enum class HeadSharing { Any, OneQueryHeadPerKvHead, SharedKvHeads, MultiHead };
 
 // Every stage of one attention variant, for a schedule to place.
 struct AttentionStages {

@@ -44,6 +44,7 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
     pipeline.kv_heads_shared = heads != kv_heads;
     if (blocking.head_block > 1)
         pipeline.kv_heads_shared = heads != kv_heads && (heads / kv_heads) % blocking.head_block == 0;
+    pipeline.multi_head = heads == kv_heads;
     std::vector<int> head_dims = fast_head_dims;
     if (generic || fast_head_dims.empty()) head_dims.push_back(0);
 
@@ -84,39 +85,64 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         variant_blocking.bf16_dot_products &= fixed > 0 && fixed % 32 == 0 &&
                                               (!p.single_row_tiles || variant_blocking.head_block > 1) &&
                                               in.k.type() == BFloat(16) && in.v.type() == BFloat(16);
-        // bf16 decode chunks of the fp32 entry's K/V bytes (ATTNGEN_BF16_DECODE_KEY_CHUNK_SCALE), but for
-        // Shaw's value term: with 8 KV heads, (1,32,1,4096,128), 1024 keys took 1.25x the time of 512 (AOT,
-        // 3 alternating processes); plain and ALiBi took 0.90x and 0.88-0.94x.
-        if (in.k.type() == BFloat(16) && variant_blocking.key_chunk > 0 && !scheme->has_value_term())
-            variant_blocking.key_chunk *= variant_blocking.bf16_key_chunk_scale;
-        const int key_value_bytes = fixed * (in.k.type().bytes() + in.v.type().bytes());
-        while (fixed > 0 && variant_blocking.chunk_kv_bytes_max > 0 && variant_blocking.key_chunk > 64 &&
-               variant_blocking.key_chunk * key_value_bytes > variant_blocking.chunk_kv_bytes_max) {
-            variant_blocking.key_chunk /= 2;
+        // Keys per chunk. bf16 chunks hold the fp32 entry's K/V bytes (ATTNGEN_BF16_DECODE_KEY_CHUNK_SCALE, and
+        // the byte cap at bf16's size), but for schemes that keep the fp32 kernel's keys: Shaw's value term
+        // (with 8 KV heads, (1,32,1,4096,128), 1024 keys took 1.25x the time of 512; plain and ALiBi took 0.90x
+        // and 0.88-0.94x; AOT, 3 alternating processes) and folded edge rows, whose chunk that meets the band
+        // pays its term per score (DeBERTa decode, bf16, (1,32,1,4096,128): 512 keys took 0.55x the time of
+        // 1024, 0.40-0.50x with 8 KV heads; AOT, alternating processes, 2026-12-07).
+        const int entry_keys = variant_blocking.key_chunk;
+        auto chunk_keys = [&](bool fp32_keys) {
+            if (sharing == HeadSharing::MultiHead && blocking.multi_head_key_chunk > 0)
+                return blocking.multi_head_key_chunk;
+            const bool bf16_bytes = in.k.type() == BFloat(16) && !fp32_keys;
+            int keys = entry_keys > 0 && bf16_bytes ? entry_keys * variant_blocking.bf16_key_chunk_scale : entry_keys;
+            const int key_value_bytes = fixed * (bf16_bytes ? in.k.type().bytes() + in.v.type().bytes() : 8);
+            while (fixed > 0 && variant_blocking.chunk_kv_bytes_max > 0 && keys > 64 &&
+                   keys * key_value_bytes > variant_blocking.chunk_kv_bytes_max) {
+                keys /= 2;
+            }
+            return keys;
+        };
+        variant_blocking.key_chunk = chunk_keys(scheme->has_value_term());
+        AttentionStages stages = define_attention(p, *scheme, controls, variant_blocking);
+        // Whether the edge rows fold shows once the scheme's table term is defined: then again, afresh.
+        if (stages.folds_edge_rows && chunk_keys(true) != variant_blocking.key_chunk) {
+            scheme = make_scheme(scheme_name, options);
+            variant_blocking.key_chunk = chunk_keys(true);
+            stages = define_attention(p, *scheme, controls, variant_blocking);
         }
-        pipeline.variants.push_back(define_attention(p, *scheme, controls, variant_blocking));
+        pipeline.variants.push_back(stages);
         pipeline.variants.back().key_storage = in.k.type();  // for the schedule; the math reads K as float
         pipeline.variants.back().head_sharing = sharing;
         pipeline.head_dims.push_back(fixed);
     };
     for (int fixed : head_dims) {
         define_variant(fixed, HeadSharing::Any);
-        if (fixed > 0 && split_head_sharing && split_head_sharing(pipeline.variants.back())) {
-            pipeline.variants.back().head_sharing = HeadSharing::OneQueryHeadPerKvHead;
-            define_variant(fixed, HeadSharing::SharedKvHeads);
-        }
+        const HeadSharingCopies copies =
+            fixed > 0 && split_head_sharing ? split_head_sharing(pipeline.variants.back()) : HeadSharingCopies{};
+        if (copies.any()) pipeline.variants.back().head_sharing = HeadSharing::OneQueryHeadPerKvHead;
+        if (copies.shared_kv_heads) define_variant(fixed, HeadSharing::SharedKvHeads);
+        if (copies.multi_head) define_variant(fixed, HeadSharing::MultiHead);
     }
 
     // The output selects the variant for the runtime head_dim (and head sharing, where a head_dim has
-    // two); the schedule specializes on the same conditions so each branch computes exactly one variant.
+    // copies: the MultiHead one, else the SharedKvHeads one, else the one of one query head per tile); the
+    // schedule specializes on the same conditions, in the same order, so each branch computes one variant.
     Var d("d"), i("i"), h("h");
     auto variant_value = [&](size_t n) { return pipeline.variants[n].output(d, i, h, b); };
+    auto is_copy = [&](size_t n) {
+        return pipeline.variants[n].head_sharing == HeadSharing::SharedKvHeads ||
+               pipeline.variants[n].head_sharing == HeadSharing::MultiHead;
+    };
     Expr value = variant_value(pipeline.variants.size() - 1);
     for (int n = int(pipeline.variants.size()) - 2; n >= 0; n--) {
-        if (pipeline.variants[n].head_sharing == HeadSharing::SharedKvHeads) continue;  // taken with its pair
+        if (is_copy(n)) continue;  // taken with the copy of one query head per tile
         Expr chosen = variant_value(n);
-        if (pipeline.variants[n].head_sharing == HeadSharing::OneQueryHeadPerKvHead)
-            chosen = select(pipeline.kv_heads_shared, variant_value(n + 1), chosen);
+        for (size_t copy = n + 1; copy < pipeline.variants.size() && is_copy(copy); copy++) {
+            const bool shared = pipeline.variants[copy].head_sharing == HeadSharing::SharedKvHeads;
+            chosen = select(shared ? pipeline.kv_heads_shared : pipeline.multi_head, variant_value(copy), chosen);
+        }
         value = select(pipeline.head_dim == pipeline.head_dims[n], chosen, value);
     }
     pipeline.output = Func("attention_out");

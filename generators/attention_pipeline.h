@@ -27,19 +27,26 @@ std::vector<InputSpec> attention_core_inputs();
 
 struct AttentionPipeline {
     Halide::Func output;                    // (d, i, h, b)
-    std::vector<AttentionStages> variants;  // per fixed head_dim one (or two: see HeadSharingSplit), then generic
+    std::vector<AttentionStages> variants;  // per fixed head_dim one (or more: see HeadSharingSplit), then generic
     std::vector<int> head_dims;             // fixed head_dim of each variant; 0 = any
     Halide::Expr head_dim;                  // the runtime head_dim
     // heads != kv_heads (and, with a head block, the block divides the group: Blocking::head_block):
     // selects a variant's SharedKvHeads copy over its OneQueryHeadPerKvHead one.
     // Schedules specialize on this very Expr, so each branch computes one copy.
     Halide::Expr kv_heads_shared;
+    // heads == kv_heads: selects a variant's MultiHead copy, where it has one (specialized on likewise).
+    Halide::Expr multi_head;
 };
 
-// Asked of each fixed-head_dim variant: whether the schedule wants it in two copies, one serving
-// multi-head attention and one grouped queries (a schedule that places some stage differently for
-// the two; see schedules/). Null: one copy each.
-using HeadSharingSplit = std::function<bool(const AttentionStages &)>;
+// The copies of a fixed-head_dim variant a schedule wants beside the one of one query head per tile
+// (HeadSharing): a schedule that places some stage differently for them, or blocks them differently.
+struct HeadSharingCopies {
+    bool shared_kv_heads = false;  // grouped queries in head blocks (Blocking::head_block)
+    bool multi_head = false;       // heads == kv_heads (Blocking::multi_head_key_chunk)
+    bool any() const { return shared_kv_heads || multi_head; }
+};
+// Asked of each fixed-head_dim variant (see schedules/). Null: one copy each.
+using HeadSharingSplit = std::function<HeadSharingCopies(const AttentionStages &)>;
 
 // `fast_head_dims`: head dims that get a variant with the dimension fixed at compile time.
 // `generic`: also a variant for any head_dim (off for the build's fixed head_dim kernels and for

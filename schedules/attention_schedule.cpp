@@ -94,12 +94,22 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
             schedule_variant_cpu(pipeline.variants[n], pipeline.output, loops, cpu, shape, fixed);
         }
     }
+    // The branches in the order of the output's selects (define_attention_pipeline): MultiHead, then
+    // SharedKvHeads, then the copy of one query head per tile.
+    auto has_copy = [&](size_t n, HeadSharing sharing) {
+        for (size_t copy = n + 1; copy < pipeline.variants.size() && pipeline.head_dims[copy] == pipeline.head_dims[n];
+             copy++) {
+            if (pipeline.variants[copy].head_sharing == sharing) return true;
+        }
+        return false;
+    };
     for (size_t n = 0; n < pipeline.variants.size(); n++) {
         const int fixed = pipeline.head_dims[n];
-        if (fixed <= 0 || pipeline.variants[n].head_sharing == HeadSharing::SharedKvHeads) continue;
+        const HeadSharing sharing = pipeline.variants[n].head_sharing;
+        if (fixed <= 0 || sharing == HeadSharing::SharedKvHeads || sharing == HeadSharing::MultiHead) continue;
         Halide::Stage branch = pipeline.output.specialize(pipeline.head_dim == fixed);
-        if (pipeline.variants[n].head_sharing == HeadSharing::OneQueryHeadPerKvHead)
-            branch.specialize(pipeline.kv_heads_shared);
+        if (has_copy(n, HeadSharing::MultiHead)) branch.specialize(pipeline.multi_head);
+        if (has_copy(n, HeadSharing::SharedKvHeads)) branch.specialize(pipeline.kv_heads_shared);
     }
     if (pipeline.head_dims.back() != 0) pipeline.output.specialize_fail("attngen: no variant for this head_dim");
 }

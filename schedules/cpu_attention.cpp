@@ -174,9 +174,15 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
     // with 8 KV heads took 1.19x as long as with 512 keys). Split-K decode keeps its chunks (TXL:
     // 1024 keys took 1.07x as long as the tuned 2048 at D = 64).
     if (shape == ShapeClass::Decode && !params.split_keys) blocking.chunk_kv_bytes_max = 512 * 1024;
-    // Head-group decode tasks run query heads that share a KV head in blocks (see head_sharing_split).
-    if (shape == ShapeClass::Decode && decode_tasks_run_head_groups(params))
+    if (shape == ShapeClass::Decode && decode_tasks_run_head_groups(params)) {
+        // Head-group decode tasks run query heads that share a KV head in blocks (see head_sharing_split).
         blocking.head_block = params.decode_head_block;
+        // Multi-head decode (each KV head serves one query head, so nothing reads a chunk again) in chunks
+        // of 4096 keys where the pipeline makes it a copy of its own (head_sharing_split: bf16 K/V). AOT,
+        // plain, (1,32,1,4096,128) bf16, K/V cycled through 512 MiB, alternating processes: 0.91x the time
+        // of 1024.
+        blocking.multi_head_key_chunk = 4096;
+    }
     return blocking;
 }
 
@@ -863,9 +869,21 @@ HeadSharingSplit head_sharing_split(const Target &target, ShapeClass shape, cons
     // 0.77 / 0.74, Shaw 0.83 / 0.83, DeBERTa 0.87 / 0.63, xPos 0.93 / 0.95, RoPE 0.99-1.01; fp32 (memory-bound,
     // noisy) plain 0.73 / 1.06, ALiBi 0.87 / 1.13, T5 0.83 / 0.77, RoPE 0.90-0.96, xPos 0.99, DeBERTa 1.04 /
     // 0.87, Shaw 0.81 / 1.07. Outputs equal to the last bit for all but Shaw and DeBERTa fp32 (2e-7, 4e-9).
-    const bool head_blocks = cpu_algorithm_blocking(cpu, shape).head_block > 1;
-    return [head_blocks](const AttentionStages &s) {
-        return head_blocks || rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
+    const Blocking blocking = cpu_algorithm_blocking(cpu, shape);
+    const bool head_blocks = blocking.head_block > 1;
+    // Multi-head bf16 decode in chunks of multi_head_key_chunk keys, on the targets with bf16 dot products
+    // (the build's kernels for this machine; elsewhere unmeasured, and a copy costs compile time), but where
+    // q.k rotates keys (its per-call cos/sin rows are shared by a task's heads in turn), P.V adds a value
+    // term (see define_attention_pipeline), or a chunk that meets a table's band pays per score (folded edge
+    // rows: DeBERTa took 9x the time in 4096-key chunks).
+    const bool multi_head_chunks =
+        blocking.multi_head_key_chunk > 0 && target.has_feature(Target::AVX512_SapphireRapids);
+    return [head_blocks, multi_head_chunks](const AttentionStages &s) {
+        HeadSharingCopies copies;
+        copies.shared_kv_heads = head_blocks || rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
+        copies.multi_head = multi_head_chunks && s.key_storage == BFloat(16) && !s.has_value_term &&
+                            !s.folds_edge_rows && !rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
+        return copies;
     };
 }
 

@@ -173,11 +173,12 @@ TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU 
 TEST_CASE("bf16: multi-head decode at lengths around key blocks and chunk ends", "[bf16][decode]") {
     // Decode computes a partial key chunk only up to the 128-key block holding its last visible key (P.V
     // stops there; q.k and the probabilities one masked block further): one key, a block and one, a chunk
-    // and one (bf16 chunks hold 512 to 2048 keys), and padding that ends inside a block.
+    // and one (bf16 chunks hold 512 to 2048 keys, and 4096 in the dot-product kernels' multi-head copy),
+    // and padding that ends inside a block.
     const bool dot_expected = bf16_dot_kernels_expected();
     for (const attngen_scheme scheme : kBuiltInSchemes) {
         for (const int head_dim : {64, 128}) {
-            for (const int k_len : {1, 129, 1025, 2049}) {
+            for (const int k_len : {1, 129, 1025, 2049, 4097}) {
                 const int seed = 980 + int(scheme) * 17 + head_dim + k_len;
                 AttnCase c = make_case(2, 4, 4, 1, k_len, head_dim, seed);
                 c.mask = seed % 2 ? ATTNGEN_MASK_CAUSAL : ATTNGEN_MASK_NONE;
