@@ -178,9 +178,10 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
         // Head-group decode tasks run query heads that share a KV head in blocks (see head_sharing_split).
         blocking.head_block = params.decode_head_block;
         // Multi-head decode (each KV head serves one query head, so nothing reads a chunk again) in chunks
-        // of 4096 keys where the pipeline makes it a copy of its own (head_sharing_split: bf16 K/V). AOT,
-        // plain, (1,32,1,4096,128) bf16, K/V cycled through 512 MiB, alternating processes: 0.91x the time
-        // of 1024.
+        // of 4096 keys where the pipeline makes it a copy of its own (head_sharing_split). Bench binaries
+        // alternating, (1,32,1,4096,128), time over the capped chunks (1024 keys bf16, 512 fp32), none /
+        // causal: bf16 plain 0.88x / 0.99x, ALiBi 0.85x / 0.99x, T5 0.95x / 0.88x; fp32 plain 0.89x /
+        // 0.93x, ALiBi 0.93x / 0.78x (AMD Zen 5, 2026-12-07).
         blocking.multi_head_key_chunk = 4096;
     }
     return blocking;
@@ -876,13 +877,12 @@ HeadSharingSplit head_sharing_split(const Target &target, ShapeClass shape, cons
     // q.k rotates keys (its per-call cos/sin rows are shared by a task's heads in turn), P.V adds a value
     // term (see define_attention_pipeline), or a chunk that meets a table's band pays per score (folded edge
     // rows: DeBERTa took 9x the time in 4096-key chunks).
-    const bool multi_head_chunks =
-        blocking.multi_head_key_chunk > 0 && target.has_feature(Target::AVX512_SapphireRapids);
+    const bool multi_head_chunks = blocking.multi_head_key_chunk > 0;
     return [head_blocks, multi_head_chunks](const AttentionStages &s) {
         HeadSharingCopies copies;
         copies.shared_kv_heads = head_blocks || rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
-        copies.multi_head = multi_head_chunks && s.key_storage == BFloat(16) && !s.has_value_term &&
-                            !s.folds_edge_rows && !rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
+        copies.multi_head = multi_head_chunks && !s.has_value_term && !s.folds_edge_rows &&
+                            !rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
         return copies;
     };
 }

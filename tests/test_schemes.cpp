@@ -1728,16 +1728,19 @@ TEST_CASE("rope_inv_freq: every scaling vs the reference (rtol 1e-6)", "[schemes
 TEST_CASE("every scheme: decode at lengths around key blocks and chunk ends", "[schemes][decode][padding]") {
     // Decode computes a partial key chunk only up to the 128-key block holding its last visible key (and
     // one masked block past it): lengths just below, at and past block and chunk ends (chunks of 256 to
-    // 2048 keys), padding that ends inside a chunk, multi-head and grouped-query layouts, both fast-path
-    // head dims.
+    // 2048 keys; 4096 in multi-head copies), padding that ends inside a chunk, multi-head and grouped-query
+    // layouts, both fast-path head dims.
     struct Shape {
         int H, Hkv, Lk, D;
         std::vector<int32_t> kv_lengths;
     };
     const Shape shapes[] = {
-        {4, 4, 1, 128, {}},        {4, 4, 129, 128, {}}, {4, 4, 1025, 128, {}}, {8, 2, 127, 64, {}},
-        {8, 2, 513, 64, {}},       {4, 4, 2049, 64, {}}, {8, 2, 1100, 128, {}}, {4, 4, 1024, 128, {129, 1000}},
-        {8, 2, 700, 64, {300, 1}},
+        {4, 4, 1, 128, {}},        {4, 4, 129, 128, {}},
+        {4, 4, 1025, 128, {}},     {8, 2, 127, 64, {}},
+        {8, 2, 513, 64, {}},       {4, 4, 2049, 64, {}},
+        {8, 2, 1100, 128, {}},     {4, 4, 1024, 128, {129, 1000}},
+        {8, 2, 700, 64, {300, 1}}, {2, 2, 4097, 128, {4097, 4000}},
+        {2, 2, 4500, 64, {}},
     };
     uint64_t seed = 9100;
     for (const attngen_scheme scheme : kBuiltInSchemes) {
