@@ -117,6 +117,10 @@ struct AttentionControls {
 // Blocking::head_block heads (SharedKvHeads, CPU decode), and multi-head attention, heads == kv_heads
 // (MultiHead: each KV head serves one query head, so no other head reads a chunk it loads).
 enum class HeadSharing { Any, OneQueryHeadPerKvHead, SharedKvHeads, MultiHead };
+// A copy taken beside the variant of one query head per tile (which precedes it).
+inline bool is_head_sharing_copy(HeadSharing sharing) {
+    return sharing == HeadSharing::SharedKvHeads || sharing == HeadSharing::MultiHead;
+}
 
 // Every stage of one attention variant, for a schedule to place.
 struct AttentionStages {

@@ -107,9 +107,10 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         variant_blocking.key_chunk = chunk_keys(scheme->has_value_term());
         AttentionStages stages = define_attention(p, *scheme, controls, variant_blocking);
         // Whether the edge rows fold shows once the scheme's table term is defined: then again, afresh.
-        if (stages.folds_edge_rows && chunk_keys(true) != variant_blocking.key_chunk) {
+        const int fp32_chunk = chunk_keys(true);
+        if (stages.folds_edge_rows && fp32_chunk != variant_blocking.key_chunk) {
             scheme = make_scheme(scheme_name, options);
-            variant_blocking.key_chunk = chunk_keys(true);
+            variant_blocking.key_chunk = fp32_chunk;
             stages = define_attention(p, *scheme, controls, variant_blocking);
         }
         pipeline.variants.push_back(stages);
@@ -131,10 +132,7 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
     // schedule specializes on the same conditions, in the same order, so each branch computes one variant.
     Var d("d"), i("i"), h("h");
     auto variant_value = [&](size_t n) { return pipeline.variants[n].output(d, i, h, b); };
-    auto is_copy = [&](size_t n) {
-        return pipeline.variants[n].head_sharing == HeadSharing::SharedKvHeads ||
-               pipeline.variants[n].head_sharing == HeadSharing::MultiHead;
-    };
+    auto is_copy = [&](size_t n) { return is_head_sharing_copy(pipeline.variants[n].head_sharing); };
     Expr value = variant_value(pipeline.variants.size() - 1);
     for (int n = int(pipeline.variants.size()) - 2; n >= 0; n--) {
         if (is_copy(n)) continue;  // taken with the copy of one query head per tile

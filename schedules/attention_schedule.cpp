@@ -105,8 +105,7 @@ void schedule_attention(AttentionPipeline &pipeline, const Halide::Target &targe
     };
     for (size_t n = 0; n < pipeline.variants.size(); n++) {
         const int fixed = pipeline.head_dims[n];
-        const HeadSharing sharing = pipeline.variants[n].head_sharing;
-        if (fixed <= 0 || sharing == HeadSharing::SharedKvHeads || sharing == HeadSharing::MultiHead) continue;
+        if (fixed <= 0 || is_head_sharing_copy(pipeline.variants[n].head_sharing)) continue;
         Halide::Stage branch = pipeline.output.specialize(pipeline.head_dim == fixed);
         if (has_copy(n, HeadSharing::MultiHead)) branch.specialize(pipeline.multi_head);
         if (has_copy(n, HeadSharing::SharedKvHeads)) branch.specialize(pipeline.kv_heads_shared);
