@@ -256,7 +256,9 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     attngen::Tensor q_t{}, k_t{}, v_t{}, o_t{};
     attngen::Status status;
     AlignedVector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
-    Floats k_cache;                                // rotated keys (Impl::AttngenKvCache)
+    // bf16 copies of the tables bf16 kernels take in bf16, as a bf16 model holds them (Impl::AttngenBf16)
+    AlignedVector<uint16_t> txl_r16, pos_key16, pos_query16;
+    Floats k_cache;  // rotated keys (Impl::AttngenKvCache)
     // Decode: the other layers' K and V (decode_cache_layers), as tensors per layer (layer 0: the problem's).
     std::vector<Floats> layer_k, layer_v;
     std::vector<AlignedVector<uint16_t>> layer_k16, layer_v16;
@@ -296,6 +298,17 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                     k_t = kv_tensor(p, k16.data());
                     v_t = kv_tensor(p, v16.data());
                     o_t = attngen::bf16_tensor(out16.data(), {p.B, p.H, p.Lq, p.D});
+                    // Transformer-XL's R and DeBERTa's projections follow q's element type.
+                    auto table_to_bf16 = [&](attngen_tensor &table, const Floats &values,
+                                             AlignedVector<uint16_t> &bits) {
+                        if (!table.data) return;
+                        bits = to_bf16(values);
+                        table.data = bits.data();
+                        table.dtype = ATTNGEN_BFLOAT16;
+                    };
+                    table_to_bf16(desc.txl_r, p.txl_r, txl_r16);
+                    table_to_bf16(desc.deberta_pos_key, p.deberta_pos_key, pos_key16);
+                    table_to_bf16(desc.deberta_pos_query, p.deberta_pos_query, pos_query16);
                 }
                 attngen::RunInfo info{};
                 status = attngen::attention(q_t, k_t, v_t, o_t, desc, &info);
@@ -412,9 +425,10 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         const attngen::Tensor fp32_o = attngen::tensor(fp32_out.data(), {p.B, p.H, p.Lq, p.D});
         std::size_t fp32_next = 0;
         attngen::Status fp32_status;
+        const attngen_attention_desc fp32_desc = make_desc(p);  // float32 tables (desc's follow bf16)
         const std::function<void()> fp32 = [&] {
             const std::size_t layer = fp32_next++ % fp32_k_t.size();
-            fp32_status = attngen::attention(fp32_q, fp32_k_t[layer], fp32_v_t[layer], fp32_o, desc);
+            fp32_status = attngen::attention(fp32_q, fp32_k_t[layer], fp32_v_t[layer], fp32_o, fp32_desc);
         };
         const double paired = paired_time_ratio(call, fp32);
         if (fp32_status && status && paired > 0) state.counters["speedup_over_fp32_paired"] = 1.0 / paired;

@@ -83,7 +83,8 @@ public:
             if (spec.dimensions == 0) {
                 scalar_inputs_.push_back({spec.name, add_input<Expr>(spec.name, spec.type)});
             } else {
-                buffer_inputs_.push_back({spec, add_input<Buffer<>>(spec.name, spec.type, spec.dimensions)});
+                const Type type = spec.element_typed ? element : spec.type;
+                buffer_inputs_.push_back({spec, add_input<Buffer<>>(spec.name, type, spec.dimensions)});
             }
         }
     }

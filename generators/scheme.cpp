@@ -31,7 +31,8 @@ Halide::Func AttentionProblem::table(const std::string &name) const {
         index[channel->second] = Halide::min(index[channel->second], runtime_head_dim - 1);
     }
     Halide::Func wrapped(name + "_in");
-    wrapped(args) = param(index);
+    // Element-typed tables in bf16 kernels (InputSpec::element_typed) widen on load, as K and V do.
+    wrapped(args) = param.type().is_bfloat() ? Halide::cast<float>(param(index)) : param(index);
     return wrapped;
 }
 

@@ -4,8 +4,10 @@
 // probabilities (relative 2^-9 each): checked at atol = rtol = 1e-2.
 #include "test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,17 +25,18 @@ std::vector<uint16_t> to_bits(const std::vector<float> &x) {
     return bits;
 }
 
-// Rounds the case's q, k, v to bf16 in place (so the reference sees what the kernel sees).
+// Rounds the case's q, k, v, and the tables that bf16 kernels take in bf16 (Transformer-XL's R,
+// DeBERTa's projections), to bf16 in place, so the reference sees what the kernel sees.
 void round_inputs(AttnCase &c) {
-    for (auto *data : {&c.q, &c.k, &c.v}) {
+    for (auto *data : {&c.q, &c.k, &c.v, &c.txl_r, &c.deberta_pos_key, &c.deberta_pos_query}) {
         for (float &x : *data)
             x = from_bf16(to_bf16(x));
     }
 }
 
-Status run_bf16(const AttnCase &c, std::vector<float> &out, RunInfo *info = nullptr) {
+Status run_bf16_with(const AttnCase &c, const attngen_attention_desc &desc, std::vector<float> &out,
+                     RunInfo *info = nullptr) {
     std::vector<uint16_t> q = to_bits(c.q), k = to_bits(c.k), v = to_bits(c.v), o(c.q_size(), 0xffff);
-    const attngen_attention_desc desc = make_desc(c);
     Status status = attention(bf16_tensor(q.data(), {c.batch, c.heads, c.q_len, c.head_dim}),
                               bf16_tensor(k.data(), {c.batch, c.kv_heads, c.k_len, c.head_dim}),
                               bf16_tensor(v.data(), {c.batch, c.kv_heads, c.k_len, c.head_dim}),
@@ -42,6 +45,10 @@ Status run_bf16(const AttnCase &c, std::vector<float> &out, RunInfo *info = null
     for (size_t n = 0; n < o.size(); n++)
         out[n] = from_bf16(o[n]);
     return status;
+}
+
+Status run_bf16(const AttnCase &c, std::vector<float> &out, RunInfo *info = nullptr) {
+    return run_bf16_with(c, make_desc(c), out, info);
 }
 
 void check_bf16(AttnCase c) {
@@ -255,4 +262,106 @@ TEST_CASE("bf16: conversions round to nearest even", "[bf16]") {
     CHECK(to_bf16(1.00390625f) == 0x3f80);  // halfway, even stays
     CHECK(to_bf16(1.01171875f) == 0x3f82);  // halfway, odd rounds up
     CHECK(std::isnan(from_bf16(to_bf16(std::nanf("")))));
+}
+
+TEST_CASE("bf16: Transformer-XL's R and DeBERTa's projections in bfloat16, or float32 rounded by the runtime",
+          "[bf16][txl][deberta]") {
+    // bf16 kernels take these tables in bf16, streamed like K and V. A float32 table (dense or strided) is
+    // rounded to bf16 by the runtime: on bf16-representable values both calls must give the same bits.
+    for (const attngen_scheme scheme : {ATTNGEN_SCHEME_TXL, ATTNGEN_SCHEME_DEBERTA}) {
+        for (const int q_len : {1, 29}) {
+            for (const int head_dim : {64, 128}) {
+                const int seed = 1400 + int(scheme) * 7 + q_len + head_dim;
+                AttnCase c = make_case(2, 4, 2, q_len, 300, head_dim, seed);
+                c.mask = ATTNGEN_MASK_CAUSAL;
+                c.kv_lengths = {300, 170};
+                set_random_scheme(c, scheme, seed + 1);
+                round_inputs(c);
+                INFO(c.describe());
+                const attngen_attention_desc given_float = make_desc(c);
+                std::vector<float> from_float, from_bf16_tables, from_strided;
+                REQUIRE(run_bf16_with(c, given_float, from_float).ok());
+                CHECK_CLOSE(from_float, reference_output(c), kBf16Tol, kBf16Tol);
+
+                attngen_attention_desc given_bf16 = given_float;
+                std::vector<uint16_t> first = to_bits(scheme == ATTNGEN_SCHEME_TXL ? c.txl_r : c.deberta_pos_key);
+                std::vector<uint16_t> second = to_bits(c.deberta_pos_query);
+                attngen_tensor &first_table =
+                    scheme == ATTNGEN_SCHEME_TXL ? given_bf16.txl_r : given_bf16.deberta_pos_key;
+                first_table = bf16_tensor(first.data(), {first_table.shape[0], first_table.shape[1], head_dim});
+                if (scheme == ATTNGEN_SCHEME_DEBERTA) {
+                    given_bf16.deberta_pos_query = bf16_tensor(
+                        second.data(),
+                        {given_bf16.deberta_pos_query.shape[0], given_bf16.deberta_pos_query.shape[1], head_dim});
+                }
+                REQUIRE(run_bf16_with(c, given_bf16, from_bf16_tables).ok());
+                CHECK(from_bf16_tables == from_float);
+
+                // The first table as every other row of a buffer twice as long: not dense.
+                attngen_attention_desc given_strided = given_float;
+                attngen_tensor &strided_table =
+                    scheme == ATTNGEN_SCHEME_TXL ? given_strided.txl_r : given_strided.deberta_pos_key;
+                const std::vector<float> &dense = scheme == ATTNGEN_SCHEME_TXL ? c.txl_r : c.deberta_pos_key;
+                std::vector<float> spread(2 * dense.size(), std::numeric_limits<float>::quiet_NaN());
+                for (size_t row = 0; row < dense.size() / head_dim; row++)
+                    std::copy_n(&dense[row * head_dim], head_dim, &spread[2 * row * head_dim]);
+                const int64_t rows = strided_table.shape[1];
+                strided_table.data = spread.data();
+                strided_table.strides[0] = 2 * rows * head_dim;
+                strided_table.strides[1] = 2 * head_dim;
+                strided_table.strides[2] = 1;
+                REQUIRE(run_bf16_with(c, given_strided, from_strided).ok());
+                CHECK(from_strided == from_float);
+            }
+        }
+    }
+}
+
+TEST_CASE("bf16: element-typed tables: wrong element types and values beyond bfloat16 are clear errors",
+          "[bf16][validation][txl][deberta]") {
+    AttnCase c = make_case(1, 2, 2, 1, 40, 64, 1450);
+    set_deberta(c, 8);
+    round_inputs(c);
+    const attngen_attention_desc desc = make_desc(c);
+    std::vector<float> out;
+
+    SECTION("a bfloat16 table in a float32 call") {
+        std::vector<uint16_t> bits = to_bits(c.deberta_pos_key);
+        attngen_attention_desc mixed = desc;
+        mixed.deberta_pos_key =
+            bf16_tensor(bits.data(), {desc.deberta_pos_key.shape[0], desc.deberta_pos_key.shape[1], c.head_dim});
+        std::vector<float> o(c.q_size(), 0.f);
+        const Status status = attention(q_tensor(c), k_tensor(c), v_tensor(c),
+                                        tensor(o.data(), {c.batch, c.heads, c.q_len, c.head_dim}), mixed);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.deberta_pos_key: dtype is bfloat16, expected float32") != std::string::npos);
+    }
+    SECTION("an int32 table in a bfloat16 call") {
+        attngen_attention_desc mixed = desc;
+        mixed.deberta_pos_query.dtype = ATTNGEN_INT32;
+        const Status status = run_bf16_with(c, mixed, out);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.deberta_pos_query: dtype is int32, expected bfloat16") != std::string::npos);
+    }
+    SECTION("a float32 value that rounds to infinity, and a bfloat16 NaN, in a reachable row") {
+        // Decode over 40 keys, span 8: relative positions 0 .. 39 reach rows 8 .. 15.
+        const size_t at = 12 * c.head_dim + 5;
+        AttnCase huge = c;
+        // Finite in float32; past the midpoint between bfloat16's largest (3.3895e38) and 2^128.
+        huge.deberta_pos_key[at] = std::numeric_limits<float>::max();
+        Status status = run_bf16_with(huge, make_desc(huge), out);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.deberta_pos_key rounded to bfloat16: element " + std::to_string(at) +
+                                  " is not finite") != std::string::npos);
+
+        std::vector<uint16_t> bits = to_bits(c.deberta_pos_query);
+        bits[at] = 0x7fc0;  // NaN
+        attngen_attention_desc with_nan = desc;
+        with_nan.deberta_pos_query =
+            bf16_tensor(bits.data(), {desc.deberta_pos_query.shape[0], desc.deberta_pos_query.shape[1], c.head_dim});
+        status = run_bf16_with(c, with_nan, out);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.deberta_pos_query: element " + std::to_string(at) + " is not finite") !=
+              std::string::npos);
+    }
 }

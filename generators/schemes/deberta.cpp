@@ -15,8 +15,8 @@ public:
 
     std::vector<InputSpec> inputs() const override {
         return {
-            {"deberta_pos_key", Float(32), 3, "[heads, 2*span, head_dim] relative key projections", 0},
-            {"deberta_pos_query", Float(32), 3, "[heads, 2*span, head_dim] relative query projections", 0},
+            {"deberta_pos_key", Float(32), 3, "[heads, 2*span, head_dim] relative key projections", 0, true},
+            {"deberta_pos_query", Float(32), 3, "[heads, 2*span, head_dim] relative query projections", 0, true},
             {"deberta_bucket_size", Int(32), 0, "position_buckets (<= 0: no log buckets)"},
             {"deberta_max_position", Int(32), 0, "max_relative_positions, for log buckets"},
             {"deberta_log_span", Float(32), 0, "log((max_position - 1) / (bucket_size / 2)), computed by the runtime"}};

@@ -14,7 +14,7 @@ public:
     std::string name() const override { return "txl"; }
 
     std::vector<InputSpec> inputs() const override {
-        return {{"txl_r", Float(32), 3, "[heads, k_len, head_dim] projected relative embeddings (r_head_k)", 0},
+        return {{"txl_r", Float(32), 3, "[heads, k_len, head_dim] projected relative embeddings (r_head_k)", 0, true},
                 {"txl_u", Float(32), 2, "[heads, head_dim] content bias u (r_w_bias)", 0},
                 {"txl_v", Float(32), 2, "[heads, head_dim] position bias v (r_r_bias)", 0}};
     }

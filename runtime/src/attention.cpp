@@ -13,6 +13,7 @@ namespace {
 
 struct Dims {
     int64_t batch, heads, kv_heads, q_len, k_len, head_dim;
+    attngen_dtype dtype = ATTNGEN_FLOAT32;  // of q, k, v and out
 };
 
 constexpr int kMaxHeadDim = 256;
@@ -34,6 +35,7 @@ Dims check_core_tensors(const attngen_tensor *q, const attngen_tensor *k, const 
     check_tensor(q, "q", dtype, {"batch", "heads", "q_len", "head_dim"});
     Dims dims{q->shape[0], q->shape[1], 0, q->shape[2], 0, q->shape[3]};
     check_tensor(k, "k", dtype, {"batch", "kv_heads", "k_len", "head_dim"}, {dims.batch, -1, -1, dims.head_dim});
+    dims.dtype = dtype;
     dims.kv_heads = k->shape[1];
     dims.k_len = k->shape[2];
     check_tensor(v, "v", dtype, {"batch", "kv_heads", "k_len", "head_dim"},
@@ -134,6 +136,20 @@ void check_table(const attngen_tensor &t, const std::string &name, const DimName
     check_finite(t, name);
 }
 
+// A table the kernel takes in its element type (InputSpec::element_typed: Transformer-XL's R, DeBERTa's
+// projections, streamed like K and V): float32 calls take float32; bfloat16 calls take bfloat16 as is,
+// or float32 rounded here to bfloat16, a pass over the table that passing bfloat16 avoids.
+const attngen_tensor *element_typed_table(const attngen_tensor &t, const std::string &name, const Dims &dims,
+                                          const DimNames &names, const std::vector<int64_t> &expected,
+                                          Synthesized &owned) {
+    const bool rounds = dims.dtype == ATTNGEN_BFLOAT16 && t.dtype == ATTNGEN_FLOAT32;
+    if (dims.dtype == ATTNGEN_FLOAT32 && t.dtype == ATTNGEN_BFLOAT16) {
+        invalid(name + ": dtype is bfloat16, expected float32 (a bfloat16 table needs bfloat16 q, k, v and out)");
+    }
+    check_tensor(&t, name, rounds ? ATTNGEN_FLOAT32 : dims.dtype, names, expected);
+    return rounds ? owned.add(rounded_bf16_copy(t)) : &t;
+}
+
 // Maps the descriptor's scheme parameters onto the kernel's named inputs, validating each.
 void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, KernelArguments &args,
                           Synthesized &owned) {
@@ -189,23 +205,24 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
         case ATTNGEN_SCHEME_TXL:
             // R grows with the sequence like k and v (it is a projection of activations): its values are
             // not scanned for non-finite entries on every call, as k and v are not.
-            check_tensor(&desc.txl_r, "desc.txl_r", ATTNGEN_FLOAT32, {"heads", "k_len", "head_dim"},
-                         {dims.heads, dims.k_len, dims.head_dim});
+            args.tensors["txl_r"] = element_typed_table(desc.txl_r, "desc.txl_r", dims, {"heads", "k_len", "head_dim"},
+                                                        {dims.heads, dims.k_len, dims.head_dim}, owned);
             check_table(desc.txl_u, "desc.txl_u", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
             check_table(desc.txl_v, "desc.txl_v", {"heads", "head_dim"}, {dims.heads, dims.head_dim});
-            args.tensors["txl_r"] = &desc.txl_r;
             args.tensors["txl_u"] = &desc.txl_u;
             args.tensors["txl_v"] = &desc.txl_v;
             break;
         case ATTNGEN_SCHEME_DEBERTA: {
-            check_tensor(&desc.deberta_pos_key, "desc.deberta_pos_key", ATTNGEN_FLOAT32,
-                         {"heads", "2*span", "head_dim"}, {dims.heads, -1, dims.head_dim});
+            const attngen_tensor *pos_key =
+                element_typed_table(desc.deberta_pos_key, "desc.deberta_pos_key", dims, {"heads", "2*span", "head_dim"},
+                                    {dims.heads, -1, dims.head_dim}, owned);
             const int64_t rows = desc.deberta_pos_key.shape[1];
             if (rows < 2 || rows % 2 != 0) {
                 invalid("desc.deberta_pos_key has " + std::to_string(rows) + " rows; expected 2*span with span >= 1");
             }
-            check_tensor(&desc.deberta_pos_query, "desc.deberta_pos_query", ATTNGEN_FLOAT32,
-                         {"heads", "2*span", "head_dim"}, {dims.heads, rows, dims.head_dim});
+            const attngen_tensor *pos_query =
+                element_typed_table(desc.deberta_pos_query, "desc.deberta_pos_query", dims,
+                                    {"heads", "2*span", "head_dim"}, {dims.heads, rows, dims.head_dim}, owned);
             if (desc.deberta_bucket_size < 0) invalid("desc.deberta_bucket_size is negative");
             if (desc.deberta_bucket_size > 0) {
                 int32_t probe = 0;
@@ -232,10 +249,16 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
                 return std::clamp(bucket + span, int64_t(0), 2 * span - 1);
             };
             const int64_t first_row = row_bound(1 - dims.q_len, false), last_row = row_bound(dims.k_len - 1, true);
-            check_finite(desc.deberta_pos_key, "desc.deberta_pos_key", 1, first_row, last_row);
-            check_finite(desc.deberta_pos_query, "desc.deberta_pos_query", 1, first_row, last_row);
-            args.tensors["deberta_pos_key"] = &desc.deberta_pos_key;
-            args.tensors["deberta_pos_query"] = &desc.deberta_pos_query;
+            // A float32 value beyond bfloat16's range rounds to infinity: rounded tables are scanned too.
+            auto check_rows_finite = [&](const attngen_tensor &given, const attngen_tensor *table,
+                                         const std::string &name) {
+                check_finite(given, name, 1, first_row, last_row);
+                if (table != &given) check_finite(*table, name + " rounded to bfloat16", 1, first_row, last_row);
+            };
+            check_rows_finite(desc.deberta_pos_key, pos_key, "desc.deberta_pos_key");
+            check_rows_finite(desc.deberta_pos_query, pos_query, "desc.deberta_pos_query");
+            args.tensors["deberta_pos_key"] = pos_key;
+            args.tensors["deberta_pos_query"] = pos_query;
             args.ints["deberta_bucket_size"] = desc.deberta_bucket_size;
             args.ints["deberta_max_position"] = desc.deberta_max_position;
             args.floats["deberta_log_span"] =

@@ -7,6 +7,7 @@
 #include <HalideRuntime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,7 +53,7 @@ int64_t element_count(const attngen_tensor &t);
 void fill_zero(const attngen_tensor &t);
 // Whether two tensors' memory ranges overlap.
 bool overlaps(const attngen_tensor &a, const attngen_tensor &b);
-// All values of a float32 tensor are finite; with range_dim >= 0, those whose index along that dimension
+// All values of a float32 or bfloat16 tensor are finite; with range_dim >= 0, those whose index along that dimension
 // lies in [range_first, range_last]. Large tensors are scanned in parallel.
 void check_finite(const attngen_tensor &t, const std::string &name, int range_dim = -1, int64_t range_first = 0,
                   int64_t range_last = 0);
@@ -62,12 +63,23 @@ void check_finite(double value, const std::string &name);
 struct OwnedTensor {
     std::vector<float> f32;
     std::vector<int32_t> i32;
+    std::vector<uint16_t> bf16;
     attngen_tensor view{};
 };
 OwnedTensor owned_f32(std::vector<float> values, std::vector<int64_t> shape);
 OwnedTensor owned_i32(std::vector<int32_t> values, std::vector<int64_t> shape);
 // A dense row-major copy of a float32 tensor (any strides).
 OwnedTensor dense_copy_f32(const attngen_tensor &t);
+// float32 to bfloat16, rounded to nearest even (NaN stays a quiet NaN); inline, so copies vectorize.
+inline uint16_t round_to_bf16(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return uint16_t(bits >> 16);
+}
+// A dense row-major bfloat16 copy of a float32 tensor (any strides), rounded to nearest even.
+OwnedTensor rounded_bf16_copy(const attngen_tensor &t);
 
 // A Halide buffer over a tensor, dimensions reversed (Halide is innermost first). When the
 // innermost stride is not 1 (which kernels require), the data is packed into a dense copy and,

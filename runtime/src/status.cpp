@@ -1,5 +1,6 @@
 // The C++ API over the C API.
 #include "attngen/attngen.hpp"
+#include "internal.h"
 
 #include <cstring>
 #include <vector>
@@ -57,11 +58,7 @@ Tensor bf16_tensor(const uint16_t *data, std::initializer_list<int64_t> shape) {
 }
 
 uint16_t to_bf16(float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);  // quiet NaN
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    return uint16_t(bits >> 16);
+    return detail::round_to_bf16(value);
 }
 
 float from_bf16(uint16_t bits) {

@@ -158,15 +158,30 @@ void check_finite(double value, const std::string &name) {
 
 namespace {
 
-// The rows (along the innermost dimension) of a float32 tensor, restricted to a range of one outer
-// dimension, and whether each holds a non-finite value: a branch-free exponent test the compiler
-// vectorizes.
+// The rows (along the innermost dimension) of a float32 or bfloat16 tensor, restricted to a range of
+// one outer dimension, and whether each holds a non-finite value: a branch-free exponent test the
+// compiler vectorizes.
 struct FiniteScan {
-    const float *data = nullptr;
+    const uint8_t *data = nullptr;
+    bool bf16 = false;
     std::vector<int64_t> strides, first, extent;  // per dimension: stride, first index, extent scanned
     int64_t row_length = 1, inner_stride = 1, rows = 0;
     std::atomic<bool> found{false};
 
+    size_t element_bytes() const { return bf16 ? sizeof(uint16_t) : sizeof(float); }
+    float value_at(const uint8_t *element) const {
+        if (!bf16) {
+            float value;
+            std::memcpy(&value, element, sizeof value);
+            return value;
+        }
+        uint16_t bits;
+        std::memcpy(&bits, element, sizeof bits);
+        const uint32_t wide = uint32_t(bits) << 16;
+        float value;
+        std::memcpy(&value, &wide, sizeof value);
+        return value;
+    }
     // Element index (per dimension) of element n of scanned row `row`.
     std::vector<int64_t> index_of(int64_t row, int64_t n) const {
         std::vector<int64_t> index(first);
@@ -178,27 +193,33 @@ struct FiniteScan {
         }
         return index;
     }
-    const float *row_start(int64_t row) const {
+    const uint8_t *row_start(int64_t row) const {
         const int inner = int(extent.size()) - 1;
         int64_t offset = inner >= 0 ? first[inner] * strides[inner] : 0;
         for (int d = inner - 1; d >= 0; d--) {
             offset += (first[d] + row % extent[d]) * strides[d];
             row /= extent[d];
         }
-        return data + offset;
+        return data + offset * int64_t(element_bytes());
     }
     bool row_is_finite(int64_t row) const {
-        const float *start = row_start(row);
+        const uint8_t *start = row_start(row);
         uint32_t non_finite = 0;
-        if (inner_stride == 1) {
+        if (inner_stride == 1 && !bf16) {
             for (int64_t n = 0; n < row_length; n++) {
                 uint32_t bits;
-                std::memcpy(&bits, start + n, sizeof bits);
+                std::memcpy(&bits, start + n * sizeof bits, sizeof bits);
                 non_finite |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+            }
+        } else if (inner_stride == 1) {
+            for (int64_t n = 0; n < row_length; n++) {
+                uint16_t bits;
+                std::memcpy(&bits, start + n * sizeof bits, sizeof bits);
+                non_finite |= uint32_t((bits & 0x7f80u) == 0x7f80u);
             }
         } else {
             for (int64_t n = 0; n < row_length; n++)
-                non_finite |= uint32_t(!std::isfinite(start[n * inner_stride]));
+                non_finite |= uint32_t(!std::isfinite(value_at(start + n * inner_stride * int64_t(element_bytes()))));
         }
         return non_finite == 0;
     }
@@ -224,7 +245,8 @@ int scan_piece(void *, int piece, uint8_t *closure) {
 void check_finite(const attngen_tensor &t, const std::string &name, int range_dim, int64_t range_first,
                   int64_t range_last) {
     FiniteScan scan;
-    scan.data = static_cast<const float *>(t.data);
+    scan.data = static_cast<const uint8_t *>(t.data);
+    scan.bf16 = t.dtype == ATTNGEN_BFLOAT16;
     scan.strides = strides_of(t);
     scan.first.assign(t.rank, 0);
     scan.extent.assign(t.shape, t.shape + t.rank);
@@ -242,16 +264,16 @@ void check_finite(const attngen_tensor &t, const std::string &name, int range_di
     scan.row_length = t.rank > 0 ? scan.extent[inner] : 1;
     scan.inner_stride = t.rank > 0 ? scan.strides[inner] : 1;
     scan.rows = count / scan.row_length;
-    if (count * int64_t(sizeof(float)) >= kParallelScanBytes && scan.rows >= kScanPieces) {
+    if (count * int64_t(scan.element_bytes()) >= kParallelScanBytes && scan.rows >= kScanPieces) {
         halide_do_par_for(nullptr, scan_piece, 0, kScanPieces, reinterpret_cast<uint8_t *>(&scan));
         if (!scan.found.load()) return;
     }
     // Sequentially (small tensors, or to name the first non-finite element).
     for (int64_t row = 0; row < scan.rows; row++) {
         if (scan.row_is_finite(row)) continue;
-        const float *start = scan.row_start(row);
+        const uint8_t *start = scan.row_start(row);
         for (int64_t n = 0; n < scan.row_length; n++) {
-            if (std::isfinite(start[n * scan.inner_stride])) continue;
+            if (std::isfinite(scan.value_at(start + n * scan.inner_stride * int64_t(scan.element_bytes())))) continue;
             // Named by its row-major index in the whole tensor.
             const std::vector<int64_t> index = scan.index_of(row, n);
             int64_t flat = 0;
@@ -315,6 +337,52 @@ OwnedTensor dense_copy_f32(const attngen_tensor &t) {
     const auto *data = static_cast<const float *>(t.data);
     for_each_offset(t, strides_of(t), [&](int64_t flat, int64_t offset) { values[size_t(flat)] = data[offset]; });
     return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
+}
+
+namespace {
+struct Bf16Rounding {
+    const float *source;
+    uint16_t *target;
+    int64_t count;
+};
+constexpr int kRoundingPieces = 16;
+
+int round_piece(void *, int piece, uint8_t *closure) {
+    const auto *job = reinterpret_cast<const Bf16Rounding *>(closure);
+    const int64_t begin = job->count * piece / kRoundingPieces, end = job->count * (piece + 1) / kRoundingPieces;
+    for (int64_t n = begin; n < end; n++)
+        job->target[n] = round_to_bf16(job->source[n]);
+    return 0;
+}
+}  // namespace
+
+OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
+    OwnedTensor copy;
+    const int64_t count = element_count(t);
+    copy.bf16.resize(size_t(std::max<int64_t>(count, 1)));
+    const std::vector<int64_t> strides = strides_of(t);
+    bool dense = true;
+    int64_t dense_stride = 1;
+    for (int d = t.rank - 1; d >= 0; d--) {
+        dense = dense && (t.shape[d] == 1 || strides[d] == dense_stride);
+        dense_stride *= t.shape[d];
+    }
+    const auto *data = static_cast<const float *>(t.data);
+    if (dense) {
+        // Tables of long sequences (Transformer-XL's R is [heads, k_len, head_dim]) take both cores.
+        Bf16Rounding job{data, copy.bf16.data(), count};
+        if (count * int64_t(sizeof(float)) >= kParallelScanBytes) {
+            halide_do_par_for(nullptr, round_piece, 0, kRoundingPieces, reinterpret_cast<uint8_t *>(&job));
+        } else {
+            for (int piece = 0; piece < kRoundingPieces; piece++)
+                round_piece(nullptr, piece, reinterpret_cast<uint8_t *>(&job));
+        }
+    } else {
+        for_each_offset(t, strides,
+                        [&](int64_t flat, int64_t offset) { copy.bf16[size_t(flat)] = round_to_bf16(data[offset]); });
+    }
+    copy.view = dense_view(copy.bf16, std::vector<int64_t>(t.shape, t.shape + t.rank), ATTNGEN_BFLOAT16);
+    return copy;
 }
 
 void fill_zero(const attngen_tensor &t) {

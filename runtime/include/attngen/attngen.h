@@ -115,10 +115,13 @@ typedef struct attngen_attention_desc {
     /* Shaw: tables [2K+1, head_dim] float32; values optional (no value term) */
     attngen_tensor shaw_keys, shaw_values;
 
-    /* Transformer-XL: r [heads, k_len, head_dim], u and v [heads, head_dim] float32 */
+    /* Tables marked (*) follow q's element type: with bfloat16 q, k, v they are bfloat16 (float32 is
+       accepted and rounded to bfloat16 on every call, a pass over the table). Other tables are float32. */
+
+    /* Transformer-XL: r [heads, k_len, head_dim] (*), u and v [heads, head_dim] float32 */
     attngen_tensor txl_r, txl_u, txl_v;
 
-    /* DeBERTa: pos_key, pos_query [heads, 2*span, head_dim] float32 */
+    /* DeBERTa: pos_key, pos_query [heads, 2*span, head_dim] (*) */
     attngen_tensor deberta_pos_key, deberta_pos_query;
     int32_t deberta_bucket_size;  /* position_buckets; 0 = no log buckets */
     int32_t deberta_max_position; /* max_relative_positions (log buckets) */
