@@ -6,6 +6,8 @@
 //   attngen_bf16/<scheme>/<mask>/<shape>  the same with bfloat16 q, k, v and out (fp32 math)
 //   attngen_kvcache/<scheme>/<mask>/<shape>  RoPE / xPos decode over a cache of keys rotated once
 //                                     beforehand (desc.keys_rotated): only the query is rotated per call
+//   attngen_bf16_kvcache/<scheme>/<mask>/<shape>  the same over a bfloat16 cache (rotated by the bf16
+//                                     transforms), with bfloat16 q, k, v and out
 //   openblas/<scheme>/<mask>/<shape>  unfused: per-head sgemm, dense positional bias, softmax, sgemm
 //   onednn/<scheme>/<mask>/<shape>    unfused with oneDNN batched matmul + softmax primitives
 //   naive/<scheme>/<mask>/<shape>     straightforward loops, one thread (small shapes and decode)
@@ -61,7 +63,14 @@
 namespace attngen_bench {
 namespace {
 
-enum class Impl { Attngen, AttngenBf16, AttngenKvCache, Openblas, Onednn, Naive };
+enum class Impl { Attngen, AttngenBf16, AttngenKvCache, AttngenBf16KvCache, Openblas, Onednn, Naive };
+
+bool is_bf16(Impl impl) {
+    return impl == Impl::AttngenBf16 || impl == Impl::AttngenBf16KvCache;
+}
+bool reads_key_cache(Impl impl) {
+    return impl == Impl::AttngenKvCache || impl == Impl::AttngenBf16KvCache;
+}
 
 const char *impl_name(Impl impl) {
     switch (impl) {
@@ -71,6 +80,8 @@ const char *impl_name(Impl impl) {
             return "attngen_bf16";
         case Impl::AttngenKvCache:
             return "attngen_kvcache";
+        case Impl::AttngenBf16KvCache:
+            return "attngen_bf16_kvcache";
         case Impl::Openblas:
             return "openblas";
         case Impl::Onednn:
@@ -160,12 +171,13 @@ void append_layers(const Problem &p, int layers, const AlignedVector<T> &k, cons
     }
 }
 
-// The problem's keys rotated once, as a decoder's KV cache holds them (attngen_rope, or attngen_xpos
-// with downscale, at positions 0..Lk-1), and `desc` switched to use them as such.
-Floats rotated_key_cache(const Problem &p, attngen_attention_desc &desc) {
-    Floats cache(p.k.size());
-    const attngen::Tensor raw = kv_tensor(p, p.k.data());
-    const attngen::Tensor rotated = attngen::tensor(cache.data(), {p.B, p.Hkv, p.Lk, p.D});
+// The keys `raw` rotated once into `rotated` (float32 or bfloat16), as a decoder's KV cache holds them
+// (attngen_rope, or attngen_xpos with downscale, at positions 0..Lk-1), and `desc` switched to use them.
+template <typename T>
+AlignedVector<T> rotated_key_cache(const Problem &p, attngen_attention_desc &desc, const AlignedVector<T> &keys) {
+    AlignedVector<T> cache(keys.size());
+    const attngen::Tensor raw = kv_tensor(p, keys.data());
+    const attngen::Tensor rotated = kv_tensor(p, cache.data());
     char error[512] = "";
     attngen_status status;
     if (desc.scheme == ATTNGEN_SCHEME_ROPE) {
@@ -258,7 +270,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     AlignedVector<uint16_t> q16, k16, v16, out16;  // bf16 copies (Impl::AttngenBf16)
     // bf16 copies of the tables bf16 kernels take in bf16, as a bf16 model holds them (Impl::AttngenBf16)
     AlignedVector<uint16_t> txl_r16, pos_key16, pos_query16;
-    Floats k_cache;  // rotated keys (Impl::AttngenKvCache)
+    Floats k_cache;  // rotated keys (Impl::AttngenKvCache; Impl::AttngenBf16KvCache's are in k16)
     // Decode: the other layers' K and V (decode_cache_layers), as tensors per layer (layer 0: the problem's).
     std::vector<Floats> layer_k, layer_v;
     std::vector<AlignedVector<uint16_t>> layer_k16, layer_v16;
@@ -280,10 +292,11 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         switch (impl) {
             case Impl::Attngen:
             case Impl::AttngenBf16:
-            case Impl::AttngenKvCache: {
+            case Impl::AttngenKvCache:
+            case Impl::AttngenBf16KvCache: {
                 desc = make_desc(p);
-                if (impl == Impl::AttngenKvCache) k_cache = rotated_key_cache(p, desc);
-                if (impl != Impl::AttngenBf16) {
+                if (impl == Impl::AttngenKvCache) k_cache = rotated_key_cache(p, desc, p.k);
+                if (!is_bf16(impl)) {
                     const float *keys = impl == Impl::AttngenKvCache ? k_cache.data() : p.k.data();
                     q_t = attngen::tensor(p.q.data(), {p.B, p.H, p.Lq, p.D});
                     k_t = kv_tensor(p, keys);
@@ -292,6 +305,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                 } else {
                     q16 = to_bf16(p.q);
                     k16 = to_bf16(p.k);
+                    if (impl == Impl::AttngenBf16KvCache) k16 = rotated_key_cache(p, desc, k16);
                     v16 = to_bf16(p.v);
                     out16.assign(p.q_size(), 0);
                     q_t = attngen::bf16_tensor(q16.data(), {p.B, p.H, p.Lq, p.D});
@@ -319,10 +333,10 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
                 for (std::size_t n = 0; n < out16.size(); n++)  // bf16: the output the check reads
                     out[n] = attngen::from_bf16(out16[n]);
                 label = std::string(info.kernel) + " | " + info.cpu_target;
-                layers = decode_cache_layers(c, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
+                layers = decode_cache_layers(c, is_bf16(impl) ? 2.0 : 4.0);
                 layer_k_t.assign(1, k_t);
                 layer_v_t.assign(1, v_t);
-                if (impl == Impl::AttngenBf16)
+                if (is_bf16(impl))
                     append_layers(p, layers, k16, v16, layer_k16, layer_v16, layer_k_t, layer_v_t);
                 else
                     append_layers(p, layers, impl == Impl::AttngenKvCache ? k_cache : p.k, p.v, layer_k, layer_v,
@@ -356,7 +370,7 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
     // The first run (above) is the warm-up; the first call of a configuration validates it.
     auto known = validated().find(key);
     if (known == validated().end()) {
-        known = validated().emplace(key, check_output(p, out.data(), impl == Impl::AttngenBf16)).first;
+        known = validated().emplace(key, check_output(p, out.data(), is_bf16(impl))).first;
     }
     const Check &check = known->second;
     if (!check.ok) {
@@ -373,9 +387,9 @@ void bench_attention(benchmark::State &state, Impl impl, Config c) {
         state.SkipWithError(("attngen failed: " + status.message).c_str());
         return;
     }
-    set_counters(state, c, check.max_abs, impl == Impl::AttngenBf16 ? 2.0 : 4.0);
+    set_counters(state, c, check.max_abs, is_bf16(impl) ? 2.0 : 4.0);
     if (c.shape.decode()) state.counters["kv_layers"] = layers;
-    const bool attngen_row = impl == Impl::Attngen || impl == Impl::AttngenBf16 || impl == Impl::AttngenKvCache;
+    const bool attngen_row = impl == Impl::Attngen || is_bf16(impl) || impl == Impl::AttngenKvCache;
     if (attngen_row && c.scheme != SchemeId::Sdpa) {
         // Plain attention's calls take turns with this scheme's on the same tensors (and decode layers).
         attngen_attention_desc plain_desc;
@@ -474,10 +488,10 @@ void register_benchmarks(std::size_t probe_mib) {
         for (SchemeId scheme : all_schemes())
             for (bool causal : {true, false}) {
                 const Config c{scheme, causal, shape};
-                for (Impl impl : {Impl::Attngen, Impl::AttngenBf16, Impl::AttngenKvCache, Impl::Openblas, Impl::Onednn,
-                                  Impl::Naive}) {
+                for (Impl impl : {Impl::Attngen, Impl::AttngenBf16, Impl::AttngenKvCache, Impl::AttngenBf16KvCache,
+                                  Impl::Openblas, Impl::Onednn, Impl::Naive}) {
                     if (impl == Impl::Naive && !naive_runs(shape)) continue;
-                    if (impl == Impl::AttngenKvCache && !(shape.decode() && transforms_keys(scheme))) continue;
+                    if (reads_key_cache(impl) && !(shape.decode() && transforms_keys(scheme))) continue;
                     const std::string name = std::string(impl_name(impl)) + "/" + c.name();
                     auto *b = benchmark::RegisterBenchmark(name.c_str(), bench_attention, impl, c);
                     b->UseRealTime()->Unit(benchmark::kMillisecond);

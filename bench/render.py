@@ -16,7 +16,7 @@ import statistics
 import sys
 from collections import OrderedDict, defaultdict
 
-IMPLS = ["attngen", "attngen_bf16", "attngen_kvcache", "openblas", "onednn", "naive"]
+IMPLS = ["attngen", "attngen_bf16", "attngen_kvcache", "attngen_bf16_kvcache", "openblas", "onednn", "naive"]
 # The suite's shapes and masks in reading order (repetitions run interleaved, so the JSON's is random).
 SHAPE_ORDER = ["1x8x512x512x64", "1x8x2048x2048x64", "1x16x1024x1024x128", "4x8x256x256x64", "1x32x1x4096x128",
                "1x32x1x4096x128_kv8"]
@@ -193,7 +193,8 @@ def markdown(context, table, probes, source):
     header = ["scheme", "mask", "shape", "attngen GFLOP/s", "% sgemm peak", "with extra", "openblas", "onednn",
               "naive", "attngen/openblas", "attngen/onednn", "decode GB/s", "% read bw", "attngen ms", "bf16 GFLOP/s",
               "bf16/fp32", "rotated-key cache ms", "time / plain, paired", "% plain with extra, paired",
-              "bf16 time / plain, paired", "rotated-key cache time / plain, paired", "causal % of non-causal, paired",
+              "bf16 time / plain, paired", "rotated-key cache time / plain, paired",
+              "bf16 rotated-key cache time / plain, paired", "causal % of non-causal, paired",
               "speed-up over oneDNN, paired", "bf16 speed-up, paired"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(header) - 3)) + "|")
@@ -216,7 +217,8 @@ def markdown(context, table, probes, source):
                  ratio(counter(row.get("attngen_bf16"), "GFLOP/s"), ag), milliseconds(row.get("attngen_kvcache")),
                  paired(a, "time_over_plain_paired"), cell(a, "pct_plain_with_extra_paired"),
                  paired(row.get("attngen_bf16"), "time_over_plain_paired"),
-                 paired(row.get("attngen_kvcache"), "time_over_plain_paired"), cell(a, "pct_noncausal_paired"),
+                 paired(row.get("attngen_kvcache"), "time_over_plain_paired"),
+                 paired(row.get("attngen_bf16_kvcache"), "time_over_plain_paired"), cell(a, "pct_noncausal_paired"),
                  paired(a, "speedup_over_onednn_paired"), paired(row.get("attngen_bf16"), "speedup_over_fp32_paired")]
         lines.append("| " + " | ".join(cells) + " |")
     errors = [(f"{impl}/{s}/{m}/{sh}", r["_error"]) for (s, m, sh), row in table.items() for impl, r in row.items()
@@ -237,7 +239,7 @@ def chart(table, path):
 
     shapes = sorted({shape for (_, _, shape) in table}, key=lambda s: [shape for (_, _, shape) in table].index(s))
     fig, axes = plt.subplots(len(shapes), 1, figsize=(16, 3.6 * len(shapes)), squeeze=False)
-    colors = {"attngen": "#1f77b4", "attngen_bf16": "#9467bd", "attngen_kvcache": "#17becf", "openblas": "#ff7f0e", "onednn": "#2ca02c", "naive": "#7f7f7f"}
+    colors = {"attngen": "#1f77b4", "attngen_bf16": "#9467bd", "attngen_kvcache": "#17becf", "attngen_bf16_kvcache": "#bcbd22", "openblas": "#ff7f0e", "onednn": "#2ca02c", "naive": "#7f7f7f"}
     for ax, shape in zip(axes[:, 0], shapes):
         keys = [k for k in table if k[2] == shape]
         labels = [f"{s.replace('_interleaved', '_inter')}\n{m}" for (s, m, _) in keys]

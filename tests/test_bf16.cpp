@@ -365,3 +365,71 @@ TEST_CASE("bf16: element-typed tables: wrong element types and values beyond bfl
               std::string::npos);
     }
 }
+
+TEST_CASE("bf16: rope and xpos over a bfloat16 cache of rotated keys", "[bf16][rope][xpos][cache]") {
+    // The bf16 transforms (float32 math, rounded) fill the cache; keys_rotated then runs plain bf16
+    // attention on queries transformed and rounded the same way.
+    std::vector<AttnCase> cases;
+    cases.push_back(make_case(2, 4, 4, 1, 300, 128, 1500));  // RoPE half decode, multi-head, padding
+    set_rope(cases.back(), ATTNGEN_ROPE_HALF);
+    cases.back().kv_lengths = {300, 171};
+    cases.push_back(make_case(1, 4, 2, 33, 80, 64, 1501));  // RoPE interleaved prefill, partial rotary
+    set_rope(cases.back(), ATTNGEN_ROPE_INTERLEAVED, 32);
+    cases.push_back(make_case(1, 8, 2, 1, 200, 64, 1502));  // xPos decode, grouped heads
+    set_xpos(cases.back(), 128.0);
+    cases.back().xpos_centre_set = true;
+    cases.back().xpos_centre = -100;
+    for (AttnCase &c : cases) {
+        c.mask = ATTNGEN_MASK_CAUSAL;
+        round_inputs(c);
+        INFO(c.describe());
+        std::vector<float> fused;
+        REQUIRE(run_bf16(c, fused).ok());
+
+        const std::vector<uint16_t> keys = to_bits(c.k);
+        std::vector<uint16_t> cache(keys.size());
+        std::vector<float> float_cache(keys.size());
+        const Tensor shape_of_k = k_tensor(c);
+        const std::initializer_list<int64_t> k_shape = {c.batch, c.kv_heads, c.k_len, c.head_dim};
+        const Tensor k_bf16 = bf16_tensor(keys.data(), k_shape), cache_bf16 = bf16_tensor(cache.data(), k_shape);
+        const Tensor cache_f32 = tensor(float_cache.data(), k_shape);
+        char error[512] = "";
+        const bool rope = c.scheme == ATTNGEN_SCHEME_ROPE;
+        auto transform = [&](const Tensor &x, const Tensor &out) {
+            return rope ? attngen_rope(&x, nullptr, &c.rope, c.k_len, &out, error, sizeof error)
+                        : attngen_xpos(&x, nullptr, c.xpos_scale_base, c.xpos_centre, 1, &out, error, sizeof error);
+        };
+        REQUIRE(transform(k_bf16, cache_bf16) == ATTNGEN_OK);
+        REQUIRE(transform(shape_of_k, cache_f32) == ATTNGEN_OK);
+        CHECK(cache == to_bits(float_cache));  // the float32 transform, rounded
+        CHECK(cache != keys);
+
+        AttnCase cached = c;
+        cached.keys_rotated = true;
+        for (size_t n = 0; n < cache.size(); n++)
+            cached.k[n] = from_bf16(cache[n]);
+        std::vector<float> out;
+        RunInfo info{};
+        const Status status = run_bf16_with(cached, make_desc(cached), out, &info);
+        INFO(status.message);
+        REQUIRE(status.ok());
+        CHECK(std::string(info.kernel).find("sdpa") != std::string::npos);
+        CHECK(std::string(info.kernel).find("_bf16") != std::string::npos);
+        CHECK_CLOSE(out, fused, kBf16Tol, kBf16Tol);
+        CHECK_CLOSE(out, reference_output(c), kBf16Tol, kBf16Tol);
+    }
+}
+
+TEST_CASE("bf16: rope and xpos with mixed element types are clear errors", "[bf16][rope][xpos][validation]") {
+    AttnCase c = make_case(1, 2, 2, 1, 8, 16, 1510);
+    const std::vector<uint16_t> keys = to_bits(c.k);
+    std::vector<float> out(c.k.size());
+    const Tensor x = bf16_tensor(keys.data(), {1, 2, 8, 16}), o = tensor(out.data(), {1, 2, 8, 16});
+    attngen_rope_params rope{};
+    rope.base = 10000;
+    char error[512] = "";
+    CHECK(attngen_rope(&x, nullptr, &rope, 8, &o, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(error).find("out: dtype is float32, expected bfloat16") != std::string::npos);
+    CHECK(attngen_xpos(&x, nullptr, 512.0, -4, 1, &o, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(error).find("out: dtype is float32, expected bfloat16") != std::string::npos);
+}

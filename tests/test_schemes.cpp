@@ -1052,24 +1052,6 @@ TEST_CASE("keys_rotated: invalid uses are rejected with a reason", "[schemes][ca
         CHECK(attngen_attention(&q, &k, &v, &o, &desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_INVALID_ARGUMENT);
         CHECK_THAT(std::string(error), Catch::Contains("desc.keys_rotated is 2"));
     }
-    SECTION("bfloat16 tensors (the standalone transforms are float32)") {
-        set_rope(a, ATTNGEN_ROPE_HALF);
-        a.keys_rotated = true;
-        auto bf16_of = [](const std::vector<float> &x) {
-            std::vector<uint16_t> bits;
-            for (float value : x)
-                bits.push_back(to_bf16(value));
-            return bits;
-        };
-        const std::vector<uint16_t> qb = bf16_of(a.q), kb = bf16_of(a.k), vb = bf16_of(a.v);
-        std::vector<uint16_t> ob(a.q_size());
-        const Tensor q = bf16_tensor(qb.data(), {1, 2, 1, 16}), k = bf16_tensor(kb.data(), {1, 2, 8, 16}),
-                     v = bf16_tensor(vb.data(), {1, 2, 8, 16}), o = bf16_tensor(ob.data(), {1, 2, 1, 16});
-        const attngen_attention_desc desc = make_desc(a);
-        char error[512] = "";
-        CHECK(attngen_attention(&q, &k, &v, &o, &desc, nullptr, error, sizeof error) == ATTNGEN_ERROR_UNSUPPORTED);
-        CHECK_THAT(std::string(error), Catch::Contains("float32"));
-    }
 }
 
 // =================================================================================================

@@ -345,9 +345,6 @@ void attention_over_rotated_keys(const attngen_tensor *q, const attngen_tensor *
         invalid(std::string("desc.keys_rotated is 1 but desc.scheme is ") + scheme_name(desc.scheme) +
                 ": only rope and xpos transform keys");
     }
-    if (q->dtype != ATTNGEN_FLOAT32) {
-        fail(ATTNGEN_ERROR_UNSUPPORTED, "desc.keys_rotated: pre-rotated keys are supported for float32 tensors only");
-    }
     if (desc.scheme == ATTNGEN_SCHEME_XPOS && !desc.xpos_centre_set) {
         invalid(
             "desc.keys_rotated with xpos needs desc.xpos_centre_set: the default centre, floor(-k_len / 2), "
@@ -359,8 +356,12 @@ void attention_over_rotated_keys(const attngen_tensor *q, const attngen_tensor *
                                                            dims.k_len - dims.q_len, owned, &max_position);
     // Validated as the fused path would, and part of the dynamic-NTK length.
     positions_argument(desc.k_positions, "desc.k_positions", dims.batch, dims.k_len, 0, owned, &max_position);
-    const attngen_tensor *rotated = owned.add(
-        owned_f32(std::vector<float>(size_t(element_count(*q))), {dims.batch, dims.heads, dims.q_len, dims.head_dim}));
+    // The transformed queries in q's element type (bfloat16: rounded, as the cached keys are).
+    const std::vector<int64_t> shape{dims.batch, dims.heads, dims.q_len, dims.head_dim};
+    const size_t count = size_t(element_count(*q));
+    const attngen_tensor *rotated =
+        owned.add(dims.dtype == ATTNGEN_BFLOAT16 ? owned_bf16(std::vector<uint16_t>(count), shape)
+                                                 : owned_f32(std::vector<float>(count), shape));
     char message[512] = "";
     const attngen_status status =
         desc.scheme == ATTNGEN_SCHEME_ROPE

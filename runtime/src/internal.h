@@ -80,6 +80,11 @@ inline uint16_t round_to_bf16(float value) {
 }
 // A dense row-major bfloat16 copy of a float32 tensor (any strides), rounded to nearest even.
 OwnedTensor rounded_bf16_copy(const attngen_tensor &t);
+OwnedTensor owned_bf16(std::vector<uint16_t> values, std::vector<int64_t> shape);
+// A dense row-major float32 copy of a bfloat16 tensor (any strides).
+OwnedTensor widened_f32_copy(const attngen_tensor &t);
+// Rounds a dense row-major float32 tensor into a bfloat16 tensor of its shape (any strides).
+void store_rounded_bf16(const attngen_tensor &dense, const attngen_tensor &out);
 
 // A Halide buffer over a tensor, dimensions reversed (Halide is innermost first). When the
 // innermost stride is not 1 (which kernels require), the data is packed into a dense copy and,

@@ -36,9 +36,10 @@ const attngen_tensor *positions_or_default(const attngen_tensor *given, int64_t 
     return &owned.back().view;
 }
 
-void check_same_shape(const attngen_tensor *out, const attngen_tensor &x, const DimNames &dims) {
+void check_same_shape(const attngen_tensor *out, const attngen_tensor &x, const DimNames &dims,
+                      attngen_dtype dtype = ATTNGEN_FLOAT32) {
     std::vector<int64_t> expected(x.shape, x.shape + x.rank);
-    check_tensor(out, "out", ATTNGEN_FLOAT32, dims, expected);
+    check_tensor(out, "out", dtype, dims, expected);
     if (overlaps(*out, x) && out->data != x.data) invalid("out partially overlaps x");
 }
 
@@ -49,6 +50,31 @@ const attngen_tensor *rotation_input(const attngen_tensor *x, const attngen_tens
     if (!overlaps(*out, *x)) return x;
     owned.push_back(dense_copy_f32(*x));
     return &owned.back().view;
+}
+
+// x and out of a rotation (RoPE, xPos): both float32, or both bfloat16. The kernels are float32: a
+// bfloat16 x is widened for them and their output rounded into out (RotationTensors::finish), so a
+// bfloat16 cache of rotated keys is filled as a float32 one is.
+struct RotationTensors {
+    const attngen_tensor *x = nullptr, *out = nullptr;  // what the kernel takes
+    const attngen_tensor *caller_out = nullptr;         // bfloat16: where finish() rounds to
+
+    void finish() const {
+        if (caller_out) store_rounded_bf16(*out, *caller_out);
+    }
+};
+
+RotationTensors rotation_tensors(const attngen_tensor *x, const attngen_tensor *out, std::deque<OwnedTensor> &owned) {
+    const DimNames dims{"batch", "heads", "length", "head_dim"};
+    const attngen_dtype dtype = x && x->dtype == ATTNGEN_BFLOAT16 ? ATTNGEN_BFLOAT16 : ATTNGEN_FLOAT32;
+    check_tensor(x, "x", dtype, dims);
+    check_same_shape(out, *x, dims, dtype);
+    if (dtype == ATTNGEN_FLOAT32) return {rotation_input(x, out, owned), out, nullptr};
+    owned.push_back(widened_f32_copy(*x));
+    const attngen_tensor *widened = &owned.back().view;
+    owned.push_back(
+        owned_f32(std::vector<float>(size_t(element_count(*x))), std::vector<int64_t>(x->shape, x->shape + x->rank)));
+    return {widened, &owned.back().view, out};
 }
 
 void check_convention(attngen_sinusoid_convention convention, int64_t channels) {
@@ -74,17 +100,16 @@ extern "C" {
 attngen_status attngen_rope(const attngen_tensor *x, const attngen_tensor *positions, const attngen_rope_params *rope,
                             int32_t seq_len_hint, const attngen_tensor *out, char *error, size_t error_size) {
     return guarded(error, error_size, [&] {
-        check_tensor(x, "x", ATTNGEN_FLOAT32, {"batch", "heads", "length", "head_dim"});
-        check_same_shape(out, *x, {"batch", "heads", "length", "head_dim"});
+        std::deque<OwnedTensor> owned;
+        const RotationTensors tensors = rotation_tensors(x, out, owned);
         if (!rope) invalid("rope: params pointer is null");
         const int64_t head_dim = x->shape[3];
         if (head_dim < 2) invalid("rope: head_dim is " + std::to_string(head_dim) + ", expected >= 2");
         check_rope_params(*rope, int(head_dim));
-        std::deque<OwnedTensor> owned;
         int64_t max_position = 0;
         KernelArguments args;
-        args.tensors["x"] = rotation_input(x, out, owned);
-        args.tensors["out"] = out;
+        args.tensors["x"] = tensors.x;
+        args.tensors["out"] = tensors.out;
         args.tensors["positions"] = positions_or_default(positions, x->shape[0], x->shape[2], 0, owned, &max_position);
         RopeFrequencies frequencies =
             rope_frequencies(*rope, int(head_dim), int(std::max<int64_t>(max_position + 1, seq_len_hint)));
@@ -94,14 +119,15 @@ attngen_status attngen_rope(const attngen_tensor *x, const attngen_tensor *posit
         args.floats["attention_factor"] = float(frequencies.attention_factor);
         if (element_count(*x) == 0) return;
         call_kernel(op_kernel(rope->pairing == ATTNGEN_ROPE_INTERLEAVED ? "rope_interleaved" : "rope_half"), args);
+        tensors.finish();
     });
 }
 
 attngen_status attngen_xpos(const attngen_tensor *x, const attngen_tensor *positions, double scale_base, int32_t centre,
                             int32_t downscale, const attngen_tensor *out, char *error, size_t error_size) {
     return guarded(error, error_size, [&] {
-        check_tensor(x, "x", ATTNGEN_FLOAT32, {"batch", "heads", "length", "head_dim"});
-        check_same_shape(out, *x, {"batch", "heads", "length", "head_dim"});
+        std::deque<OwnedTensor> owned;
+        const RotationTensors tensors = rotation_tensors(x, out, owned);
         if (x->shape[3] < 2 || x->shape[3] % 2 != 0) {
             invalid("xpos: head_dim is " + std::to_string(x->shape[3]) + ", expected an even number >= 2");
         }
@@ -109,17 +135,17 @@ attngen_status attngen_xpos(const attngen_tensor *x, const attngen_tensor *posit
         if (scale_base <= 0) invalid("xpos: scale_base is " + std::to_string(scale_base) + ", expected > 0");
         if (downscale != 0 && downscale != 1)
             invalid("xpos: downscale is " + std::to_string(downscale) + ", expected 0 or 1");
-        std::deque<OwnedTensor> owned;
         int64_t max_position = 0;
         KernelArguments args;
-        args.tensors["x"] = rotation_input(x, out, owned);
-        args.tensors["out"] = out;
+        args.tensors["x"] = tensors.x;
+        args.tensors["out"] = tensors.out;
         args.tensors["positions"] = positions_or_default(positions, x->shape[0], x->shape[2], 0, owned, &max_position);
         args.floats["scale_base"] = float(scale_base);
         args.ints["centre"] = centre;
         args.ints["downscale"] = downscale;
         if (element_count(*x) == 0) return;
         call_kernel(op_kernel("xpos"), args);
+        tensors.finish();
     });
 }
 

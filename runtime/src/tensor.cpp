@@ -297,20 +297,28 @@ attngen_tensor dense_view(std::vector<T> &values, const std::vector<int64_t> &sh
 }
 }  // namespace
 
-OwnedTensor owned_f32(std::vector<float> values, std::vector<int64_t> shape) {
+namespace {
+template <typename T>
+OwnedTensor owned_values(std::vector<T> OwnedTensor::*storage, std::vector<T> values, const std::vector<int64_t> &shape,
+                         attngen_dtype dtype) {
     OwnedTensor t;
-    t.f32 = std::move(values);
-    if (t.f32.empty()) t.f32.push_back(0.f);  // keep a valid pointer for empty extents
-    t.view = dense_view(t.f32, shape, ATTNGEN_FLOAT32);
+    t.*storage = std::move(values);
+    if ((t.*storage).empty()) (t.*storage).push_back(T{});  // keep a valid pointer for empty extents
+    t.view = dense_view(t.*storage, shape, dtype);
     return t;
+}
+}  // namespace
+
+OwnedTensor owned_f32(std::vector<float> values, std::vector<int64_t> shape) {
+    return owned_values(&OwnedTensor::f32, std::move(values), shape, ATTNGEN_FLOAT32);
 }
 
 OwnedTensor owned_i32(std::vector<int32_t> values, std::vector<int64_t> shape) {
-    OwnedTensor t;
-    t.i32 = std::move(values);
-    if (t.i32.empty()) t.i32.push_back(0);
-    t.view = dense_view(t.i32, shape, ATTNGEN_INT32);
-    return t;
+    return owned_values(&OwnedTensor::i32, std::move(values), shape, ATTNGEN_INT32);
+}
+
+OwnedTensor owned_bf16(std::vector<uint16_t> values, std::vector<int64_t> shape) {
+    return owned_values(&OwnedTensor::bf16, std::move(values), shape, ATTNGEN_BFLOAT16);
 }
 
 namespace {
@@ -383,6 +391,23 @@ OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
     }
     copy.view = dense_view(copy.bf16, std::vector<int64_t>(t.shape, t.shape + t.rank), ATTNGEN_BFLOAT16);
     return copy;
+}
+
+OwnedTensor widened_f32_copy(const attngen_tensor &t) {
+    std::vector<float> values(size_t(element_count(t)));
+    const auto *data = static_cast<const uint16_t *>(t.data);
+    for_each_offset(t, strides_of(t), [&](int64_t flat, int64_t offset) {
+        const uint32_t wide = uint32_t(data[offset]) << 16;
+        std::memcpy(&values[size_t(flat)], &wide, sizeof wide);
+    });
+    return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
+}
+
+void store_rounded_bf16(const attngen_tensor &dense, const attngen_tensor &out) {
+    const auto *values = static_cast<const float *>(dense.data);
+    auto *data = static_cast<uint16_t *>(out.data);
+    for_each_offset(out, strides_of(out),
+                    [&](int64_t flat, int64_t offset) { data[offset] = round_to_bf16(values[flat]); });
 }
 
 void fill_zero(const attngen_tensor &t) {

@@ -136,7 +136,8 @@ typedef struct attngen_attention_desc {
     /* RoPE, xPos: 1 = k already holds transformed keys, as a KV cache filled once by attngen_rope or
        attngen_xpos (downscale 1) at the keys' positions; each call then transforms only the queries
        and runs plain attention, so decode does not re-rotate the whole cache. xPos needs
-       xpos_centre_set: the default centre moves with k_len, and q and k must share one. float32. */
+       xpos_centre_set: the default centre moves with k_len, and q and k must share one. float32, or
+       bfloat16 (a cache filled by the bfloat16 transforms; the queries are rounded to bfloat16 too). */
     int32_t keys_rotated;
 } attngen_attention_desc;
 
@@ -175,7 +176,8 @@ attngen_status attngen_attention_custom(const char *scheme, const char *options,
                                         int32_t tensor_count, const attngen_named_scalar *scalars, int32_t scalar_count,
                                         attngen_run_info *info, char *error, size_t error_size);
 
-/* Standalone positional kernels (CPU). */
+/* Standalone positional kernels (CPU). rope and xpos take x and out in float32, or both in bfloat16
+   (computed in float32, rounded to nearest even). */
 /* x_out = rope(x) for x [B,H,L,D]; positions [B,L] int32 optional (default 0..L-1). */
 attngen_status attngen_rope(const attngen_tensor *x, const attngen_tensor *positions, const attngen_rope_params *rope,
                             int32_t seq_len_hint, const attngen_tensor *out, char *error, size_t error_size);
