@@ -872,17 +872,19 @@ HeadSharingSplit head_sharing_split(const Target &target, ShapeClass shape, cons
     // 0.87, Shaw 0.81 / 1.07. Outputs equal to the last bit for all but Shaw and DeBERTa fp32 (2e-7, 4e-9).
     const Blocking blocking = cpu_algorithm_blocking(cpu, shape);
     const bool head_blocks = blocking.head_block > 1;
-    // Multi-head bf16 decode in chunks of multi_head_key_chunk keys, on the targets with bf16 dot products
-    // (the build's kernels for this machine; elsewhere unmeasured, and a copy costs compile time), but where
-    // q.k rotates keys (its per-call cos/sin rows are shared by a task's heads in turn), P.V adds a value
-    // term (see define_attention_pipeline), or a chunk that meets a table's band pays per score (folded edge
-    // rows: DeBERTa took 9x the time in 4096-key chunks).
+    // Multi-head decode in chunks of multi_head_key_chunk keys, but where P.V adds a value term (see
+    // define_attention_pipeline) or a chunk that meets a table's band pays per score (folded edge rows:
+    // DeBERTa took 9x the time in 4096-key chunks). RoPE and xPos take it too, though a head then reads the
+    // call's cos/sin rows for all its keys from L3 rather than a chunk's from L2, shared by the task's heads
+    // in turn. Bench binaries A B B A, 4 rounds, (1,32,1,4096,128), causal / none, time with the copy over
+    // without: fp32 RoPE half 0.89 / 0.92 (1.24 / 1.17 -> 1.06 / 1.06 plain's time, paired), xPos 0.97 /
+    // 0.94, interleaved 1.02 / 1.02 (1.17 / 1.16 -> 1.21 / 1.34 plain's time: a loss); bf16, 2 rounds, RoPE
+    // half 0.87 / 0.90, interleaved 0.90 / 0.90, xPos 0.91 / 0.91 (2026-12-07).
     const bool multi_head_chunks = blocking.multi_head_key_chunk > 0;
     return [head_blocks, multi_head_chunks](const AttentionStages &s) {
         HeadSharingCopies copies;
         copies.shared_kv_heads = head_blocks || rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
-        copies.multi_head = multi_head_chunks && !s.has_value_term && !s.folds_edge_rows &&
-                            !rotates_keys_in_dot_product(s, /*fixed_head_dim=*/true);
+        copies.multi_head = multi_head_chunks && !s.has_value_term && !s.folds_edge_rows;
         return copies;
     };
 }
