@@ -78,6 +78,13 @@ inline uint16_t round_to_bf16(float value) {
     bits += 0x7fffu + ((bits >> 16) & 1u);
     return uint16_t(bits >> 16);
 }
+// bfloat16 to float32 (exact).
+inline float widen_bf16(uint16_t bits) {
+    const uint32_t wide = uint32_t(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, sizeof value);
+    return value;
+}
 // A dense row-major bfloat16 copy of a float32 tensor (any strides), rounded to nearest even.
 OwnedTensor rounded_bf16_copy(const attngen_tensor &t);
 OwnedTensor owned_bf16(std::vector<uint16_t> values, std::vector<int64_t> shape);

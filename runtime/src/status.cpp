@@ -62,10 +62,7 @@ uint16_t to_bf16(float value) {
 }
 
 float from_bf16(uint16_t bits) {
-    const uint32_t wide = uint32_t(bits) << 16;
-    float value;
-    std::memcpy(&value, &wide, sizeof value);
-    return value;
+    return detail::widen_bf16(bits);
 }
 
 Tensor strided(float *data, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides) {

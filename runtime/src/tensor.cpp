@@ -177,10 +177,7 @@ struct FiniteScan {
         }
         uint16_t bits;
         std::memcpy(&bits, element, sizeof bits);
-        const uint32_t wide = uint32_t(bits) << 16;
-        float value;
-        std::memcpy(&value, &wide, sizeof value);
-        return value;
+        return widen_bf16(bits);
     }
     // Element index (per dimension) of element n of scanned row `row`.
     std::vector<int64_t> index_of(int64_t row, int64_t n) const {
@@ -365,9 +362,8 @@ int round_piece(void *, int piece, uint8_t *closure) {
 }  // namespace
 
 OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
-    OwnedTensor copy;
     const int64_t count = element_count(t);
-    copy.bf16.resize(size_t(std::max<int64_t>(count, 1)));
+    std::vector<uint16_t> values(static_cast<size_t>(count));
     const std::vector<int64_t> strides = strides_of(t);
     bool dense = true;
     int64_t dense_stride = 1;
@@ -378,7 +374,7 @@ OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
     const auto *data = static_cast<const float *>(t.data);
     if (dense) {
         // Tables of long sequences (Transformer-XL's R is [heads, k_len, head_dim]) take both cores.
-        Bf16Rounding job{data, copy.bf16.data(), count};
+        Bf16Rounding job{data, values.data(), count};
         if (count * int64_t(sizeof(float)) >= kParallelScanBytes) {
             halide_do_par_for(nullptr, round_piece, 0, kRoundingPieces, reinterpret_cast<uint8_t *>(&job));
         } else {
@@ -387,19 +383,16 @@ OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
         }
     } else {
         for_each_offset(t, strides,
-                        [&](int64_t flat, int64_t offset) { copy.bf16[size_t(flat)] = round_to_bf16(data[offset]); });
+                        [&](int64_t flat, int64_t offset) { values[size_t(flat)] = round_to_bf16(data[offset]); });
     }
-    copy.view = dense_view(copy.bf16, std::vector<int64_t>(t.shape, t.shape + t.rank), ATTNGEN_BFLOAT16);
-    return copy;
+    return owned_bf16(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
 OwnedTensor widened_f32_copy(const attngen_tensor &t) {
     std::vector<float> values(size_t(element_count(t)));
     const auto *data = static_cast<const uint16_t *>(t.data);
-    for_each_offset(t, strides_of(t), [&](int64_t flat, int64_t offset) {
-        const uint32_t wide = uint32_t(data[offset]) << 16;
-        std::memcpy(&values[size_t(flat)], &wide, sizeof wide);
-    });
+    for_each_offset(t, strides_of(t),
+                    [&](int64_t flat, int64_t offset) { values[size_t(flat)] = widen_bf16(data[offset]); });
     return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
