@@ -57,6 +57,9 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     if (head_block > 0 && tile != 1) throw std::invalid_argument("attngen: a head block needs one-row tiles");
     Var d = s.d, i = s.i, h = s.h, b = s.b, ii = s.ii, jj = s.jj, c = s.c, it = s.it, r = s.r;
 
+    // Contractions over bf16 tables take the prefill kernel's bf16 dot products too (decode evaluates
+    // them per score).
+    scheme.use_bf16_contractions(blocking.bf16_dot_products && !p.single_row_tiles);
     scheme.setup(p);
     Func query = scheme.transform_query(p, p.q);
     s.query = query;

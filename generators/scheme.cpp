@@ -36,6 +36,24 @@ Halide::Func AttentionProblem::table(const std::string &name) const {
     return wrapped;
 }
 
+namespace {
+// Whether f's values are float32 widened from a bf16 buffer, through any chain of pure Funcs that pass
+// a value on (AttentionProblem::table's element-typed tables, bf16 K).
+bool reads_bf16_storage(const Halide::Func &f) {
+    using namespace Halide::Internal;
+    if (!f.defined() || f.outputs() != 1) return false;
+    Halide::Expr value = f.value();
+    while (true) {
+        if (const Cast *cast = value.as<Cast>()) return cast->type.is_float() && cast->value.type().is_bfloat();
+        const Call *call = value.as<Call>();
+        if (!call || call->call_type != Call::Halide) return false;
+        Function callee(call->func);
+        if (callee.has_update_definition() || callee.outputs() != 1) return false;
+        value = callee.values()[0];
+    }
+}
+}  // namespace
+
 Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &rows, const Halide::Expr &row_count,
                                  const Halide::Func &table, const Halide::Expr &table_rows,
                                  const Halide::Expr &channels, Placement placement, const ContractionSkew &skew) const {
@@ -48,12 +66,26 @@ Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &ro
     stage.rows(c, i, h, b) = rows(c, clamp(i, 0, row_count - 1), h, b);
     stage.table = Func(name + "_table");
     stage.table(c, x, h, b) = table(c, clamp(x, 0, table_rows - 1), h, b);
-    stage.channels = RDom(0, channels, name + "_c");
     stage.product = Func(name + "_product");
     stage.product(x, i, h, b) = 0.f;
     Expr row = skew.first_row ? skew.first_row(x) + i : Expr(i);
     stage.skew_group = skew.first_row ? skew.group : 0;
-    stage.product(x, i, h, b) += stage.rows(stage.channels, row, h, b) * stage.table(stage.channels, x, h, b);
+    stage.bf16_pairs = bf16_contractions_ && reads_bf16_storage(table);
+    if (stage.bf16_pairs) {
+        // The products of vdpbf16ps: pairs of channels, the rows' pair a vector lane, the table's pair
+        // broadcast (its bf16 load, the widening and rounding back cancelled by Halide's simplifier).
+        Var pair("pair"), c_pair("c_pair");
+        Func rows_pairs(name + "_rows_pairs");
+        rows_pairs(pair, i, c_pair, h, b) = cast(BFloat(16), stage.rows(2 * c_pair + pair, i, h, b));
+        stage.rows = rows_pairs;
+        stage.channels = RDom(0, 2, 0, channels / 2, name + "_c");
+        const RDom &rc = stage.channels;
+        Expr table_pair_value = cast(BFloat(16), stage.table(2 * rc.y + rc.x, x, h, b));
+        stage.product(x, i, h, b) += cast<float>(rows_pairs(rc.x, row, rc.y, h, b)) * cast<float>(table_pair_value);
+    } else {
+        stage.channels = RDom(0, channels, name + "_c");
+        stage.product(x, i, h, b) += stage.rows(stage.channels, row, h, b) * stage.table(stage.channels, x, h, b);
+    }
     stage.func = Func(name);
     stage.func(x, i, h, b) = stage.product(x, i, h, b);
     helpers_.push_back(stage);

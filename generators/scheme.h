@@ -57,6 +57,10 @@ struct HelperStage {
     bool per_score = false;
     Halide::Func product, rows, table;
     Halide::RDom channels;
+    // A contraction on bf16 dot products (Scheme::use_bf16_contractions): rows is then rows_pairs(pair, i,
+    // c_pair, h, b), the rows rounded to bf16 with each pair of channels side by side, and the channels
+    // RDom is (pair, c_pair).
+    bool bf16_pairs = false;
     // A skewed contraction (ContractionSkew): its x come in aligned groups of this many, each reading one
     // run of rows (0: not skewed).
     int skew_group = 0;
@@ -184,6 +188,11 @@ public:
     // Helper Funcs the hooks defined, with where they should be computed.
     const std::vector<HelperStage> &helper_stages() const { return helpers_; }
 
+    // Set by the kernel before setup, for kernels with bf16 dot products over whole tiles (prefill): a
+    // contraction whose table is stored in bf16 then runs on them, its rows rounded to bf16 as q.k's
+    // queries are. Tables stored in float32 (Shaw's) keep float32 products.
+    void use_bf16_contractions(bool enabled) { bf16_contractions_ = enabled; }
+
 protected:
     // Registers a helper Func for the schedule; returns it for convenience.
     Halide::Func helper(Halide::Func f, Placement placement) const {
@@ -207,6 +216,7 @@ protected:
 
 private:
     mutable std::vector<HelperStage> helpers_;
+    bool bf16_contractions_ = false;
 };
 
 // Scheme registry: a scheme file registers a factory under its name; generators look it up.

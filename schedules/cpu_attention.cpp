@@ -221,7 +221,7 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
     const int table_rows_per_block = helper.skew_group > 0 ? helper.skew_group : 4;
     Func out = helper.func, product = helper.product, rows = helper.rows;
     std::vector<Var> args = out.args();       // x, i, h, b
-    std::vector<Var> row_args = rows.args();  // c, i, h, b
+    std::vector<Var> row_args = rows.args();  // c, i, h, b (bf16_pairs: pair, i, c_pair, h, b)
     Var x_block("x_block"), x_lane("x_lane"), i_block("i_block"), i_lane("i_lane");
     Var i_vector("i_vector"), i_vector_lane("i_vector_lane");
     out.compute_at(level);
@@ -234,6 +234,24 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
         .vectorize(i_lane, vector_width)
         .unroll(x_lane);
     product.compute_at(out, i_block).reorder_storage(args[1], args[0]).vectorize(args[1], vector_width);
+    if (helper.bf16_pairs) {
+        // Each lane a pair of channels (the atomic, vectorized pair inside the row lanes: vdpbf16ps, as
+        // prefill's q.k); the rows are staged with the pair innermost, then the rows.
+        const RDom &rc = helper.channels;  // (pair, c_pair)
+        product.update()
+            .split(args[1], i_vector, i_vector_lane, vector_width)
+            .reorder(rc.x, i_vector_lane, i_vector, args[0], rc.y)
+            .atomic()
+            .vectorize(rc.x)
+            .vectorize(i_vector_lane)
+            .unroll(i_vector)
+            .unroll(args[0]);
+        rows.bound(row_args[0], 0, 2)
+            .reorder(row_args[0], row_args[1], row_args[2])
+            .vectorize(row_args[0])
+            .vectorize(row_args[1], vector_width, TailStrategy::GuardWithIf);
+        return;
+    }
     product.update()
         .split(args[1], i_vector, i_vector_lane, vector_width)
         .reorder(i_vector_lane, i_vector, args[0], helper.channels.x)

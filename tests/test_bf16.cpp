@@ -1,7 +1,8 @@
 // bfloat16 kernels: q, k, v and out in bf16, fp32 accumulation and softmax. The reference runs in
 // double on the bf16-rounded inputs, so the error is fp32 arithmetic and the output's bf16 rounding
-// (relative 2^-9), and on avx512_bf16 dot products the bf16 rounding of the scaled query and of the
-// probabilities (relative 2^-9 each): checked at atol = rtol = 1e-2.
+// (relative 2^-9), and on avx512_bf16 dot products the bf16 rounding of the scaled query, of the
+// probabilities and of the rows of content-position products (Transformer-XL's q + v; relative 2^-9
+// each): checked at atol = rtol = 1e-2.
 #include "test_support.h"
 
 #include <algorithm>
@@ -417,6 +418,63 @@ TEST_CASE("bf16: rope and xpos over a bfloat16 cache of rotated keys", "[bf16][r
         CHECK(std::string(info.kernel).find("_bf16") != std::string::npos);
         CHECK_CLOSE(out, fused, kBf16Tol, kBf16Tol);
         CHECK_CLOSE(out, reference_output(c), kBf16Tol, kBf16Tol);
+    }
+}
+
+TEST_CASE("bf16: rope and xpos over a whole bfloat16 cache: dense, strided and in place", "[bf16][rope][xpos][cache]") {
+    // Large enough that the runtime widens and rounds in parallel pieces of rows (from 1 MiB): every
+    // element must still equal the float32 transform of the widened keys, rounded.
+    const int64_t batch = 2, heads = 8, length = 600, head_dim = 64, padded_dim = 80;
+    const std::initializer_list<int64_t> shape = {batch, heads, length, head_dim};
+    const int64_t count = batch * heads * length * head_dim;
+    std::vector<float> keys(static_cast<size_t>(count));
+    for (int64_t n = 0; n < count; n++)
+        keys[size_t(n)] = from_bf16(to_bf16(float(std::sin(0.37 * double(n)) * 3.0)));
+    const std::vector<uint16_t> key_bits = to_bits(keys);
+    attngen_rope_params rope{};
+    rope.base = 10000.0;
+    rope.pairing = ATTNGEN_ROPE_INTERLEAVED;
+    char error[512] = "";
+    for (const bool is_rope : {true, false}) {
+        INFO((is_rope ? "rope" : "xpos"));
+        auto transform = [&](const Tensor &x, const Tensor &out) {
+            return is_rope ? attngen_rope(&x, nullptr, &rope, int32_t(length), &out, error, sizeof error)
+                           : attngen_xpos(&x, nullptr, 512.0, 0, 1, &out, error, sizeof error);
+        };
+        std::vector<float> float_out(static_cast<size_t>(count));
+        REQUIRE(transform(tensor(keys.data(), shape), tensor(float_out.data(), shape)) == ATTNGEN_OK);
+        const std::vector<uint16_t> expected = to_bits(float_out);
+
+        std::vector<uint16_t> dense_out(static_cast<size_t>(count), 0xffff);
+        REQUIRE(transform(bf16_tensor(key_bits.data(), shape), bf16_tensor(dense_out.data(), shape)) == ATTNGEN_OK);
+        CHECK(dense_out == expected);
+
+        // x and out with rows padded to 80 channels (as a cache with room beside each key).
+        std::vector<uint16_t> padded_x(static_cast<size_t>(count / head_dim * padded_dim), 0x7fc0);  // NaN padding
+        std::vector<uint16_t> padded_out(padded_x.size(), 0x1234);
+        for (int64_t row = 0; row < count / head_dim; row++) {
+            std::copy_n(key_bits.begin() + row * head_dim, head_dim, padded_x.begin() + row * padded_dim);
+        }
+        Tensor strided_x = bf16_tensor(padded_x.data(), shape), strided_out = bf16_tensor(padded_out.data(), shape);
+        const int64_t strides[4] = {heads * length * padded_dim, length * padded_dim, padded_dim, 1};
+        for (int d = 0; d < 4; d++)
+            strided_x.strides[d] = strided_out.strides[d] = strides[d];
+        REQUIRE(transform(strided_x, strided_out) == ATTNGEN_OK);
+        bool rows_match = true, padding_kept = true;
+        for (int64_t row = 0; row < count / head_dim; row++) {
+            rows_match &= std::equal(expected.begin() + row * head_dim, expected.begin() + (row + 1) * head_dim,
+                                     padded_out.begin() + row * padded_dim);
+            padding_kept &=
+                std::all_of(padded_out.begin() + row * padded_dim + head_dim,
+                            padded_out.begin() + (row + 1) * padded_dim, [](uint16_t bits) { return bits == 0x1234; });
+        }
+        CHECK(rows_match);
+        CHECK(padding_kept);
+
+        std::vector<uint16_t> in_place = key_bits;
+        const Tensor cache = bf16_tensor(in_place.data(), shape);
+        REQUIRE(transform(cache, cache) == ATTNGEN_OK);
+        CHECK(in_place == expected);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 #include <sstream>
+#include <type_traits>
 
 namespace attngen::detail {
 
@@ -319,21 +320,74 @@ OwnedTensor owned_bf16(std::vector<uint16_t> values, std::vector<int64_t> shape)
 }
 
 namespace {
+// Calls visit(flat, offset) for the elements of rows [row_begin, row_end) of t, a row being a run along
+// its innermost dimension (rank >= 1, no empty dimension): flat is the row-major index, offset the
+// element offset by `strides`. A run of stride 1 takes a loop the compiler can vectorize.
+template <typename Visit>
+void visit_rows(const attngen_tensor &t, const std::vector<int64_t> &strides, int64_t row_begin, int64_t row_end,
+                Visit &visit) {
+    const int last = t.rank - 1;
+    const int64_t run = t.shape[last], run_stride = strides[last];
+    std::vector<int64_t> index(size_t(last), 0);
+    for (int64_t rest = row_begin, d = last - 1; d >= 0; d--) {
+        index[size_t(d)] = rest % t.shape[d];
+        rest /= t.shape[d];
+    }
+    for (int64_t row = row_begin; row < row_end; row++) {
+        int64_t base = 0;
+        for (int d = 0; d < last; d++)
+            base += index[size_t(d)] * strides[d];
+        const int64_t flat = row * run;
+        if (run_stride == 1) {
+            for (int64_t k = 0; k < run; k++)
+                visit(flat + k, base + k);
+        } else {
+            for (int64_t k = 0; k < run; k++)
+                visit(flat + k, base + k * run_stride);
+        }
+        for (int d = last - 1; d >= 0; d--) {
+            if (++index[size_t(d)] < t.shape[d]) break;
+            index[size_t(d)] = 0;
+        }
+    }
+}
+
 // Visits every element offset (in elements) of a tensor in row-major order.
 template <typename Visit>
 void for_each_offset(const attngen_tensor &t, const std::vector<int64_t> &strides, Visit &&visit) {
-    const int64_t count = element_count(t);
-    std::vector<int64_t> index(t.rank, 0);
-    for (int64_t flat = 0; flat < count; flat++) {
-        int64_t offset = 0;
-        for (int d = 0; d < t.rank; d++)
-            offset += index[d] * strides[d];
-        visit(flat, offset);
-        for (int d = t.rank - 1; d >= 0; d--) {
-            if (++index[d] < t.shape[d]) break;
-            index[d] = 0;
-        }
+    if (element_count(t) == 0) return;
+    if (t.rank == 0) {
+        visit(int64_t(0), int64_t(0));
+        return;
     }
+    visit_rows(t, strides, 0, element_count(t) / t.shape[t.rank - 1], visit);
+}
+
+// for_each_offset for conversions, where visit touches its own element only: tensors from
+// kParallelScanBytes (counted in `element_bytes`) take both cores, in pieces of rows (a bfloat16 KV cache
+// rotated whole, a long sequence's Transformer-XL table rounded per call).
+template <typename Visit>
+void for_each_offset_parallel(const attngen_tensor &t, const std::vector<int64_t> &strides, int64_t element_bytes,
+                              Visit &&visit) {
+    const int64_t count = element_count(t);
+    const int64_t rows = t.rank > 0 && count > 0 ? count / t.shape[t.rank - 1] : 0;
+    if (count * element_bytes < kParallelScanBytes || rows < kScanPieces) {
+        for_each_offset(t, strides, visit);
+        return;
+    }
+    struct Job {
+        const attngen_tensor *tensor;
+        const std::vector<int64_t> *strides;
+        std::remove_reference_t<Visit> *visit;
+        int64_t rows;
+    } job{&t, &strides, &visit, rows};
+    halide_task_t piece = [](void *, int number, uint8_t *closure) -> int {
+        auto *job = reinterpret_cast<Job *>(closure);
+        visit_rows(*job->tensor, *job->strides, job->rows * number / kScanPieces,
+                   job->rows * (number + 1) / kScanPieces, *job->visit);
+        return 0;
+    };
+    halide_do_par_for(nullptr, piece, 0, kScanPieces, reinterpret_cast<uint8_t *>(&job));
 }
 }  // namespace
 
@@ -344,63 +398,27 @@ OwnedTensor dense_copy_f32(const attngen_tensor &t) {
     return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
-namespace {
-struct Bf16Rounding {
-    const float *source;
-    uint16_t *target;
-    int64_t count;
-};
-constexpr int kRoundingPieces = 16;
-
-int round_piece(void *, int piece, uint8_t *closure) {
-    const auto *job = reinterpret_cast<const Bf16Rounding *>(closure);
-    const int64_t begin = job->count * piece / kRoundingPieces, end = job->count * (piece + 1) / kRoundingPieces;
-    for (int64_t n = begin; n < end; n++)
-        job->target[n] = round_to_bf16(job->source[n]);
-    return 0;
-}
-}  // namespace
-
 OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
-    const int64_t count = element_count(t);
-    std::vector<uint16_t> values(static_cast<size_t>(count));
-    const std::vector<int64_t> strides = strides_of(t);
-    bool dense = true;
-    int64_t dense_stride = 1;
-    for (int d = t.rank - 1; d >= 0; d--) {
-        dense = dense && (t.shape[d] == 1 || strides[d] == dense_stride);
-        dense_stride *= t.shape[d];
-    }
+    std::vector<uint16_t> values(static_cast<size_t>(element_count(t)));
     const auto *data = static_cast<const float *>(t.data);
-    if (dense) {
-        // Tables of long sequences (Transformer-XL's R is [heads, k_len, head_dim]) take both cores.
-        Bf16Rounding job{data, values.data(), count};
-        if (count * int64_t(sizeof(float)) >= kParallelScanBytes) {
-            halide_do_par_for(nullptr, round_piece, 0, kRoundingPieces, reinterpret_cast<uint8_t *>(&job));
-        } else {
-            for (int piece = 0; piece < kRoundingPieces; piece++)
-                round_piece(nullptr, piece, reinterpret_cast<uint8_t *>(&job));
-        }
-    } else {
-        for_each_offset(t, strides,
-                        [&](int64_t flat, int64_t offset) { values[size_t(flat)] = round_to_bf16(data[offset]); });
-    }
+    for_each_offset_parallel(t, strides_of(t), sizeof(float),
+                             [&](int64_t flat, int64_t offset) { values[size_t(flat)] = round_to_bf16(data[offset]); });
     return owned_bf16(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
 OwnedTensor widened_f32_copy(const attngen_tensor &t) {
     std::vector<float> values(size_t(element_count(t)));
     const auto *data = static_cast<const uint16_t *>(t.data);
-    for_each_offset(t, strides_of(t),
-                    [&](int64_t flat, int64_t offset) { values[size_t(flat)] = widen_bf16(data[offset]); });
+    for_each_offset_parallel(t, strides_of(t), sizeof(uint16_t),
+                             [&](int64_t flat, int64_t offset) { values[size_t(flat)] = widen_bf16(data[offset]); });
     return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
 void store_rounded_bf16(const attngen_tensor &dense, const attngen_tensor &out) {
     const auto *values = static_cast<const float *>(dense.data);
     auto *data = static_cast<uint16_t *>(out.data);
-    for_each_offset(out, strides_of(out),
-                    [&](int64_t flat, int64_t offset) { data[offset] = round_to_bf16(values[flat]); });
+    for_each_offset_parallel(out, strides_of(out), sizeof(float),
+                             [&](int64_t flat, int64_t offset) { data[offset] = round_to_bf16(values[flat]); });
 }
 
 void fill_zero(const attngen_tensor &t) {
