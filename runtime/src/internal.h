@@ -88,8 +88,8 @@ inline float widen_bf16(uint16_t bits) {
 // A dense row-major bfloat16 copy of a float32 tensor (any strides), rounded to nearest even.
 OwnedTensor rounded_bf16_copy(const attngen_tensor &t);
 OwnedTensor owned_bf16(std::vector<uint16_t> values, std::vector<int64_t> shape);
-// A dense row-major float32 copy of a bfloat16 tensor (any strides).
-OwnedTensor widened_f32_copy(const attngen_tensor &t);
+// Widens a bfloat16 tensor (any strides) into dense row-major float32 at `dense`.
+void widen_bf16_into(const attngen_tensor &t, float *dense);
 // Rounds a dense row-major float32 tensor into a bfloat16 tensor of its shape (any strides).
 void store_rounded_bf16(const attngen_tensor &dense, const attngen_tensor &out);
 

@@ -406,12 +406,10 @@ OwnedTensor rounded_bf16_copy(const attngen_tensor &t) {
     return owned_bf16(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
-OwnedTensor widened_f32_copy(const attngen_tensor &t) {
-    std::vector<float> values(size_t(element_count(t)));
+void widen_bf16_into(const attngen_tensor &t, float *dense) {
     const auto *data = static_cast<const uint16_t *>(t.data);
     for_each_offset_parallel(t, strides_of(t), sizeof(uint16_t),
-                             [&](int64_t flat, int64_t offset) { values[size_t(flat)] = widen_bf16(data[offset]); });
-    return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
+                             [&](int64_t flat, int64_t offset) { dense[flat] = widen_bf16(data[offset]); });
 }
 
 void store_rounded_bf16(const attngen_tensor &dense, const attngen_tensor &out) {
