@@ -99,12 +99,14 @@ void run_rotation(const KernelEntry &kernel, KernelArguments args, const attngen
         for (int64_t first = 0; first < x.shape[1]; first += heads_per_slice) {
             const int64_t count = std::min(heads_per_slice, x.shape[1] - first);
             const attngen_tensor x_slice = batch_slice(x, b, first, count);
-            attngen_tensor widened_view = x_slice, rotated_view = x_slice;
-            widened_view.dtype = rotated_view.dtype = ATTNGEN_FLOAT32;
-            widened_view.data = widened.data();
-            rotated_view.data = rotated.data();
-            for (int d = 0; d < x.rank; d++)
-                widened_view.strides[d] = rotated_view.strides[d] = 0;  // dense
+            auto dense_f32_view = [&](std::vector<float> &buffer) {
+                attngen_tensor view = x_slice;
+                view.dtype = ATTNGEN_FLOAT32;
+                view.data = buffer.data();
+                std::fill(view.strides, view.strides + view.rank, 0);  // dense
+                return view;
+            };
+            const attngen_tensor widened_view = dense_f32_view(widened), rotated_view = dense_f32_view(rotated);
             widen_bf16_into(x_slice, widened.data());
             args.tensors["x"] = &widened_view;
             args.tensors["out"] = &rotated_view;

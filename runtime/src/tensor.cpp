@@ -363,9 +363,9 @@ void for_each_offset(const attngen_tensor &t, const std::vector<int64_t> &stride
     visit_rows(t, strides, 0, element_count(t) / t.shape[t.rank - 1], visit);
 }
 
-// for_each_offset for conversions, where visit touches its own element only: tensors from
-// kParallelScanBytes (counted in `element_bytes`) take both cores, in pieces of rows (a bfloat16 KV cache
-// rotated whole, a long sequence's Transformer-XL table rounded per call).
+// for_each_offset for copies and conversions, where visit touches its own element only: tensors from
+// kParallelScanBytes (counted in `element_bytes`) take both cores, in pieces of rows (a KV cache rotated
+// whole, in place or in bfloat16; a long sequence's Transformer-XL table rounded per call).
 template <typename Visit>
 void for_each_offset_parallel(const attngen_tensor &t, const std::vector<int64_t> &strides, int64_t element_bytes,
                               Visit &&visit) {
@@ -394,7 +394,8 @@ void for_each_offset_parallel(const attngen_tensor &t, const std::vector<int64_t
 OwnedTensor dense_copy_f32(const attngen_tensor &t) {
     std::vector<float> values(size_t(element_count(t)));
     const auto *data = static_cast<const float *>(t.data);
-    for_each_offset(t, strides_of(t), [&](int64_t flat, int64_t offset) { values[size_t(flat)] = data[offset]; });
+    for_each_offset_parallel(t, strides_of(t), sizeof(float),
+                             [&](int64_t flat, int64_t offset) { values[size_t(flat)] = data[offset]; });
     return owned_f32(std::move(values), std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
