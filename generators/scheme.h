@@ -25,7 +25,8 @@ struct InputSpec {
     int channel_dim = -1;  // Halide dimension indexed by the head channel d, if any
     // Stored in the kernel's element type (bf16 kernels take it in bf16; `type` is then float32's
     // stand-in): per-head projections of activations, streamed like K and V (Transformer-XL's R,
-    // DeBERTa's projections), whose bytes decode pays as it pays for K and V. Hooks read it as float.
+    // DeBERTa's projections), whose bytes decode pays as it pays for K and V; or a table whose product
+    // with q then runs on bf16 dot products (Shaw's aK). Hooks read it as float.
     bool element_typed = false;
 };
 

@@ -27,9 +27,9 @@ std::vector<uint16_t> to_bits(const std::vector<float> &x) {
 }
 
 // Rounds the case's q, k, v, and the tables that bf16 kernels take in bf16 (Transformer-XL's R,
-// DeBERTa's projections), to bf16 in place, so the reference sees what the kernel sees.
+// DeBERTa's projections, Shaw's aK), to bf16 in place, so the reference sees what the kernel sees.
 void round_inputs(AttnCase &c) {
-    for (auto *data : {&c.q, &c.k, &c.v, &c.txl_r, &c.deberta_pos_key, &c.deberta_pos_query}) {
+    for (auto *data : {&c.q, &c.k, &c.v, &c.txl_r, &c.deberta_pos_key, &c.deberta_pos_query, &c.shaw_keys}) {
         for (float &x : *data)
             x = from_bf16(to_bf16(x));
     }
@@ -364,6 +364,62 @@ TEST_CASE("bf16: element-typed tables: wrong element types and values beyond bfl
         CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
         CHECK(status.message.find("desc.deberta_pos_query: element " + std::to_string(at) + " is not finite") !=
               std::string::npos);
+    }
+}
+
+TEST_CASE("bf16: Shaw's aK in bfloat16 or float32 rounded by the runtime; aV in float32", "[bf16][shaw]") {
+    // Prefill (two 48-row tiles and a tail) and decode, D = 64 and 128, causal, a clip inside the keys.
+    for (const int q_len : {1, 101}) {
+        for (const int head_dim : {64, 128}) {
+            const int seed = 1460 + q_len + head_dim;
+            AttnCase c = make_case(2, 4, 2, q_len, 230, head_dim, seed);
+            c.mask = ATTNGEN_MASK_CAUSAL;
+            set_shaw(c, 24, true, seed + 1);
+            round_inputs(c);
+            INFO(c.describe());
+            const attngen_attention_desc given_float = make_desc(c);
+            std::vector<float> from_float, from_bf16_keys;
+            REQUIRE(run_bf16_with(c, given_float, from_float).ok());
+            CHECK_CLOSE(from_float, reference_output(c), kBf16Tol, kBf16Tol);
+
+            std::vector<uint16_t> keys = to_bits(c.shaw_keys);
+            attngen_attention_desc given_bf16 = given_float;
+            given_bf16.shaw_keys = bf16_tensor(keys.data(), {given_float.shaw_keys.shape[0], head_dim});
+            REQUIRE(run_bf16_with(c, given_bf16, from_bf16_keys).ok());
+            const bool same_bits = from_bf16_keys == from_float;
+            CHECK(same_bits);
+        }
+    }
+
+    AttnCase c = make_case(1, 2, 2, 9, 40, 64, 1470);
+    set_shaw(c, 4, true);
+    round_inputs(c);
+    std::vector<float> out;
+    SECTION("aK past bfloat16's range rounds to infinity: a clear error") {
+        AttnCase huge = c;
+        huge.shaw_keys[3 * c.head_dim + 7] = std::numeric_limits<float>::max();
+        const Status status = run_bf16_with(huge, make_desc(huge), out);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.shaw_keys rounded to bfloat16: element " + std::to_string(3 * c.head_dim + 7) +
+                                  " is not finite") != std::string::npos);
+    }
+    SECTION("aV in bfloat16 is a clear error (it stays float32)") {
+        std::vector<uint16_t> bits = to_bits(c.shaw_values);
+        attngen_attention_desc mixed = make_desc(c);
+        mixed.shaw_values = bf16_tensor(bits.data(), {mixed.shaw_values.shape[0], c.head_dim});
+        const Status status = run_bf16_with(c, mixed, out);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.shaw_values") != std::string::npos);
+    }
+    SECTION("a bfloat16 aK in a float32 call is a clear error") {
+        std::vector<uint16_t> bits = to_bits(c.shaw_keys);
+        attngen_attention_desc mixed = make_desc(c);
+        mixed.shaw_keys = bf16_tensor(bits.data(), {mixed.shaw_keys.shape[0], c.head_dim});
+        std::vector<float> o(c.q_size(), 0.f);
+        const Status status = attention(q_tensor(c), k_tensor(c), v_tensor(c),
+                                        tensor(o.data(), {c.batch, c.heads, c.q_len, c.head_dim}), mixed);
+        CHECK(status.code == ATTNGEN_ERROR_INVALID_ARGUMENT);
+        CHECK(status.message.find("desc.shaw_keys: dtype is bfloat16, expected float32") != std::string::npos);
     }
 }
 

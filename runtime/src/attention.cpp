@@ -137,7 +137,7 @@ void check_table(const attngen_tensor &t, const std::string &name, const DimName
 }
 
 // A table the kernel takes in its element type (InputSpec::element_typed: Transformer-XL's R, DeBERTa's
-// projections, streamed like K and V): float32 calls take float32; bfloat16 calls take bfloat16 as is,
+// projections, streamed like K and V; Shaw's aK): float32 calls take float32; bfloat16 calls take bfloat16 as is,
 // or float32 rounded here to bfloat16, a pass over the table that passing bfloat16 avoids.
 const attngen_tensor *element_typed_table(const attngen_tensor &t, const std::string &name, const Dims &dims,
                                           const DimNames &names, const std::vector<int64_t> &expected,
@@ -185,14 +185,17 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
             break;
         }
         case ATTNGEN_SCHEME_SHAW: {
-            check_tensor(&desc.shaw_keys, "desc.shaw_keys", ATTNGEN_FLOAT32, {"2K+1", "head_dim"}, {-1, dims.head_dim});
+            const attngen_tensor *keys = element_typed_table(desc.shaw_keys, "desc.shaw_keys", dims,
+                                                             {"2K+1", "head_dim"}, {-1, dims.head_dim}, owned);
             const int64_t rows = desc.shaw_keys.shape[0];
             if (rows < 3 || rows % 2 == 0) {
                 invalid("desc.shaw_keys has " + std::to_string(rows) +
                         " rows; expected 2K+1 with clip distance K >= 1");
             }
             check_finite(desc.shaw_keys, "desc.shaw_keys");
-            args.tensors["shaw_keys"] = &desc.shaw_keys;
+            // A float32 value beyond bfloat16's range rounds to infinity: a rounded table is scanned too.
+            if (keys != &desc.shaw_keys) check_finite(*keys, "desc.shaw_keys rounded to bfloat16");
+            args.tensors["shaw_keys"] = keys;
             if (is_present(&desc.shaw_values)) {
                 check_table(desc.shaw_values, "desc.shaw_values", {"2K+1", "head_dim"}, {rows, dims.head_dim});
                 args.tensors["shaw_values"] = &desc.shaw_values;

@@ -112,11 +112,11 @@ typedef struct attngen_attention_desc {
     int32_t t5_bidirectional; /* 1: encoder, 0: decoder */
     int32_t t5_max_distance;  /* default 128 */
 
-    /* Shaw: tables [2K+1, head_dim] float32; values optional (no value term) */
-    attngen_tensor shaw_keys, shaw_values;
-
     /* Tables marked (*) follow q's element type: with bfloat16 q, k, v they are bfloat16 (float32 is
        accepted and rounded to bfloat16 on every call, a pass over the table). Other tables are float32. */
+
+    /* Shaw: keys (*) and values [2K+1, head_dim], values float32 and optional (no value term) */
+    attngen_tensor shaw_keys, shaw_values;
 
     /* Transformer-XL: r [heads, k_len, head_dim] (*), u and v [heads, head_dim] float32 */
     attngen_tensor txl_r, txl_u, txl_v;
