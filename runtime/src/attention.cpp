@@ -150,6 +150,14 @@ const attngen_tensor *element_typed_table(const attngen_tensor &t, const std::st
     return rounds ? owned.add(rounded_bf16_copy(t)) : &t;
 }
 
+// check_finite for an element-typed table as given and, where the runtime rounded it, as the kernel gets it:
+// a float32 value beyond bfloat16's range rounds to infinity.
+void check_element_typed_finite(const attngen_tensor &given, const attngen_tensor *passed, const std::string &name,
+                                int range_dim = -1, int64_t range_first = 0, int64_t range_last = 0) {
+    check_finite(given, name, range_dim, range_first, range_last);
+    if (passed != &given) check_finite(*passed, name + " rounded to bfloat16", range_dim, range_first, range_last);
+}
+
 // Maps the descriptor's scheme parameters onto the kernel's named inputs, validating each.
 void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, KernelArguments &args,
                           Synthesized &owned) {
@@ -192,9 +200,7 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
                 invalid("desc.shaw_keys has " + std::to_string(rows) +
                         " rows; expected 2K+1 with clip distance K >= 1");
             }
-            check_finite(desc.shaw_keys, "desc.shaw_keys");
-            // A float32 value beyond bfloat16's range rounds to infinity: a rounded table is scanned too.
-            if (keys != &desc.shaw_keys) check_finite(*keys, "desc.shaw_keys rounded to bfloat16");
+            check_element_typed_finite(desc.shaw_keys, keys, "desc.shaw_keys");
             args.tensors["shaw_keys"] = keys;
             if (is_present(&desc.shaw_values)) {
                 check_table(desc.shaw_values, "desc.shaw_values", {"2K+1", "head_dim"}, {rows, dims.head_dim});
@@ -252,14 +258,9 @@ void add_scheme_arguments(const attngen_attention_desc &desc, const Dims &dims, 
                 return std::clamp(bucket + span, int64_t(0), 2 * span - 1);
             };
             const int64_t first_row = row_bound(1 - dims.q_len, false), last_row = row_bound(dims.k_len - 1, true);
-            // A float32 value beyond bfloat16's range rounds to infinity: rounded tables are scanned too.
-            auto check_rows_finite = [&](const attngen_tensor &given, const attngen_tensor *table,
-                                         const std::string &name) {
-                check_finite(given, name, 1, first_row, last_row);
-                if (table != &given) check_finite(*table, name + " rounded to bfloat16", 1, first_row, last_row);
-            };
-            check_rows_finite(desc.deberta_pos_key, pos_key, "desc.deberta_pos_key");
-            check_rows_finite(desc.deberta_pos_query, pos_query, "desc.deberta_pos_query");
+            check_element_typed_finite(desc.deberta_pos_key, pos_key, "desc.deberta_pos_key", 1, first_row, last_row);
+            check_element_typed_finite(desc.deberta_pos_query, pos_query, "desc.deberta_pos_query", 1, first_row,
+                                       last_row);
             args.tensors["deberta_pos_key"] = pos_key;
             args.tensors["deberta_pos_query"] = pos_query;
             args.ints["deberta_bucket_size"] = desc.deberta_bucket_size;
