@@ -52,6 +52,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -550,6 +551,26 @@ void use_openblas_core_for_cpu(char **argv) {
 #endif
 }
 
+// The CPU as /proc/cpuinfo's first processor names it. A VM's model name may not tell generations apart
+// ("AMD EPYC" for Zen 4 and Zen 5, which run AVX-512 FMAs at different rates); its family and model do (AMD
+// family 25 model 17 is Zen 4, family 26 is Zen 5). Recorded so that results name the machine they ran on.
+std::string cpu_identity() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, vendor, name, family, model;
+    while (std::getline(in, line) && !line.empty()) {
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos || colon == 0) continue;
+        const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+        const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string();
+        if (key == "vendor_id") vendor = value;
+        if (key == "model name") name = value;
+        if (key == "cpu family") family = value;
+        if (key == "model") model = value;
+    }
+    if (name.empty() && vendor.empty()) return "unknown";
+    return name + " (" + vendor + ", family " + family + ", model " + model + ")";
+}
+
 bool has_arg(int argc, char **argv, const char *prefix) {
     for (int i = 1; i < argc; i++)
         if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) return true;
@@ -596,6 +617,7 @@ int main(int argc, char **argv) {
         benchmark::AddCustomContext("openblas_config", openblas_get_config());
         benchmark::AddCustomContext("openblas_core", openblas_get_corename());
         benchmark::AddCustomContext("last_level_cache_mib", std::to_string(last_level_cache_bytes() >> 20));
+        benchmark::AddCustomContext("cpu", cpu_identity());
     }
     openblas_set_num_threads(1);  // the baselines parallelize over heads themselves
     register_benchmarks(std::size_t(probe_mib));

@@ -142,7 +142,7 @@ def markdown(context, table, probes, source):
     lines.append(f"# attngen-bench results ({os.path.basename(source)})")
     lines.append("")
     info = []
-    for key in ("date", "host_name", "num_cpus", "mhz_per_cpu"):
+    for key in ("date", "host_name", "cpu", "num_cpus", "mhz_per_cpu"):
         if key in context:
             info.append(f"{key} {context[key]}")
     for cache in context.get("caches", []):
