@@ -35,6 +35,7 @@
 #include "naive.h"
 #include "onednn_baseline.h"
 #include "probes.h"
+#include "tune/cpu_info.h"
 #include "unfused.h"
 
 #include <benchmark/benchmark.h>
@@ -52,7 +53,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -551,24 +551,11 @@ void use_openblas_core_for_cpu(char **argv) {
 #endif
 }
 
-// The CPU as /proc/cpuinfo's first processor names it. A VM's model name may not tell generations apart
-// ("AMD EPYC" for Zen 4 and Zen 5, which run AVX-512 FMAs at different rates); its family and model do (AMD
-// family 25 model 17 is Zen 4, family 26 is Zen 5). Recorded so that results name the machine they ran on.
+// The CPU (tools/tune/cpu_info.h), so that results name the machine they ran on.
 std::string cpu_identity() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, vendor, name, family, model;
-    while (std::getline(in, line) && !line.empty()) {
-        const size_t colon = line.find(':');
-        if (colon == std::string::npos || colon == 0) continue;
-        const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
-        const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string();
-        if (key == "vendor_id") vendor = value;
-        if (key == "model name") name = value;
-        if (key == "cpu family") family = value;
-        if (key == "model") model = value;
-    }
-    if (name.empty() && vendor.empty()) return "unknown";
-    return name + " (" + vendor + ", family " + family + ", model " + model + ")";
+    const attngen::tune::CpuInfo cpu = attngen::tune::read_cpu_info();
+    if (cpu.model_name.empty() && cpu.vendor.empty()) return "unknown";
+    return cpu.model_name + " (" + cpu.vendor + ", family " + cpu.family + ", model " + cpu.model + ")";
 }
 
 bool has_arg(int argc, char **argv, const char *prefix) {

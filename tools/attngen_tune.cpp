@@ -3,6 +3,7 @@
 // reference, and timing them with repetitions and a noise-aware comparison. The Halide
 // autoschedulers (Adams2019, Mullapudi2016, Li2018) run as additional candidates. Winners are
 // written to schedules/tuned/<target>.json, which the build turns into kernels.
+#include "tune/cpu_info.h"
 #include "tune/jit_attention.h"
 #include "tune/playoff.h"
 
@@ -388,31 +389,15 @@ std::string now_utc() {
     return text;
 }
 
-// The machine a measurement ran on: /proc/cpuinfo's vendor, model name and family (a VM's model name may
-// not tell CPU generations apart: AMD family 25 is Zen 3/4, 26 is Zen 5), and the cores. Read once per
-// run: every entry records it.
+// The machine a measurement ran on: /proc/cpuinfo's vendor, model name and family (tune/cpu_info.h), and the
+// cores. Read once per run: every entry records it.
 const json &machine_json() {
     static const json machine = [] {
-        std::ifstream in("/proc/cpuinfo");
-        std::string line, model = "unknown", vendor;
-        int family = -1;
-        bool have_model = false, have_family = false;
-        while ((!have_model || !have_family || vendor.empty()) && std::getline(in, line)) {
-            const size_t colon = line.find(':');
-            if (colon == std::string::npos || colon + 2 > line.size()) continue;
-            if (!have_model && line.rfind("model name", 0) == 0) {
-                model = line.substr(colon + 2);
-                have_model = true;
-            } else if (!have_family && line.rfind("cpu family", 0) == 0) {
-                family = std::atoi(line.c_str() + colon + 2);
-                have_family = true;
-            } else if (vendor.empty() && line.rfind("vendor_id", 0) == 0) {
-                vendor = line.substr(colon + 2);
-            }
-        }
-        json found = {{"cpu", model}, {"cores", std::thread::hardware_concurrency()}};
-        if (family >= 0) found["cpu_family"] = family;
-        if (!vendor.empty()) found["vendor"] = vendor;
+        const CpuInfo cpu = read_cpu_info();
+        json found = {{"cpu", cpu.model_name.empty() ? std::string("unknown") : cpu.model_name},
+                      {"cores", std::thread::hardware_concurrency()}};
+        if (!cpu.family.empty()) found["cpu_family"] = std::atoi(cpu.family.c_str());
+        if (!cpu.vendor.empty()) found["vendor"] = cpu.vendor;
         return found;
     }();
     return machine;
