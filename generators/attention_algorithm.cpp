@@ -60,6 +60,7 @@ AttentionStages define_attention(const AttentionProblem &p, Scheme &scheme, cons
     // Contractions over bf16 tables take the prefill kernel's bf16 dot products too (decode evaluates
     // them per score).
     scheme.use_bf16_contractions(blocking.bf16_dot_products && !p.single_row_tiles);
+    scheme.use_contraction_run_blocks(p.single_row_tiles ? 0 : blocking.contraction_run_block);
     scheme.setup(p);
     Func query = scheme.transform_query(p, p.q);
     s.query = query;

@@ -25,9 +25,6 @@
 
 namespace attngen {
 
-// Masks: none, causal (bottom-right), or sliding window (causal and p_i - j < window).
-enum MaskKind : int { kMaskNone = 0, kMaskCausal = 1, kMaskSlidingWindow = 2 };
-
 // Score given to masked entries. Finite on purpose: Halide assumes no infinities, and
 // exp(kMaskedScore - m) is exactly 0 for any sane row max m.
 constexpr float kMaskedScore = -1e30f;
@@ -102,6 +99,10 @@ struct Blocking {
     // masked block beyond (q.k, scores, probabilities), and P.V only those up to the last visible key. A
     // partial last chunk, or a chunk longer than the keys, then costs its visible blocks, not the chunk.
     int tail_key_block = 0;
+    // Multi-row tiles: skewed per-call contractions (DeBERTa's p2c) in blocks of this many rows of a key
+    // group's run, computing only the blocks that a query the mask lets see the group reads (0: whole runs).
+    // A schedule's register block spans one block.
+    int contraction_run_block = 0;
 };
 
 // Runtime controls shared by every scheme.

@@ -69,6 +69,8 @@ AttentionPipeline define_attention_pipeline(const AttentionBindings &in, const s
         p.v_stored = channel_clamped(in.v, pipeline.head_dim, clamp, "v_stored", /*as_float=*/false);
         p.inputs = &in.scheme_inputs;
         p.single_row_tiles = blocking.query_tile == 1;
+        p.mask_kind = in.mask_kind;
+        p.window = in.window;
         std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
         // A rotation in q.k needs the channel pairing fixed (constant per vector of channels) and
         // pays off only when each key serves one query head (KV heads shared: each key is rotated once for

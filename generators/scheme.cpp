@@ -18,6 +18,16 @@ Halide::Expr BoundInputs::scalar(const std::string &name) const {
     return found->second;
 }
 
+Halide::Expr AttentionProblem::first_query_seeing(const Halide::Expr &j) const {
+    const Halide::Expr first = query_position(0);
+    return Halide::select(mask_kind == kMaskNone, first, Halide::max(first, j));
+}
+
+Halide::Expr AttentionProblem::last_query_seeing(const Halide::Expr &j) const {
+    const Halide::Expr last = query_position(q_len - 1);
+    return Halide::select(mask_kind == kMaskSlidingWindow, Halide::min(last, j + window - 1), last);
+}
+
 Halide::Func AttentionProblem::table(const std::string &name) const {
     const Halide::ImageParam &param = inputs->buffer(name);
     auto channel = inputs->channel_dims.find(name);
@@ -87,7 +97,21 @@ Halide::Func Scheme::contraction(const std::string &name, const Halide::Func &ro
         stage.product(x, i, h, b) += stage.rows(stage.channels, row, h, b) * stage.table(stage.channels, x, h, b);
     }
     stage.func = Func(name);
-    stage.func(x, i, h, b) = stage.product(x, i, h, b);
+    if (skew.seen_run && contraction_run_block_ > 0) {
+        // The run in blocks, a block computed where it meets the seen part of its group's run: the predicate
+        // depends on the block and the group only, so Halide trims the block loop to it and computes the
+        // product (scheduled per block) only there.
+        const int block = contraction_run_block_;
+        stage.run = RDom(0, block, 0, (skew.run_length + block - 1) / block, name + "_run");
+        const RDom &run = stage.run;
+        const auto [seen_begin, seen_end] = skew.seen_run(x / skew.group * skew.group);
+        stage.run.where(run.y * block < seen_end && run.y * block + block > seen_begin);
+        const Expr run_row = run.y * block + run.x;
+        stage.func(x, i, h, b) = undef<float>();
+        stage.func(x, run_row, h, b) = stage.product(x, run_row, h, b);
+    } else {
+        stage.func(x, i, h, b) = stage.product(x, i, h, b);
+    }
     helpers_.push_back(stage);
     return stage.func;
 }

@@ -16,6 +16,9 @@
 
 namespace attngen {
 
+// Masks: none, causal (bottom-right), or sliding window (causal and p_i - j < window).
+enum MaskKind : int { kMaskNone = 0, kMaskCausal = 1, kMaskSlidingWindow = 2 };
+
 // A kernel input beyond q, k, v: a table, slopes, position ids or a scalar.
 struct InputSpec {
     std::string name;
@@ -56,6 +59,9 @@ struct HelperStage {
     bool is_contraction = false;
     // Set for per-score dot products (see Scheme::dot_per_score): product only, no rows/table.
     bool per_score = false;
+    // Set for a skewed contraction computed in run blocks (ContractionSkew::seen_run): func is written by
+    // an update over run (row in block, block), its block predicated on the seen part of the run.
+    Halide::RDom run;
     Halide::Func product, rows, table;
     Halide::RDom channels;
     // A contraction on bf16 dot products (Scheme::use_bf16_contractions): rows is then rows_pairs(pair, i,
@@ -73,6 +79,12 @@ struct HelperStage {
 struct ContractionSkew {
     std::function<Halide::Expr(const Halide::Expr &x)> first_row;
     int group = 1;
+    // Optional: the part of a group's run that the mask lets its queries read, [begin, end) of the run's
+    // rows given the group's first x, within [0, run_length). Where the schedule computes contractions in
+    // run blocks (Scheme::use_contraction_run_blocks), only the blocks that meet it are computed (causal:
+    // about half the run); the rest is never written, and only masked scores read it.
+    std::function<std::pair<Halide::Expr, Halide::Expr>(const Halide::Expr &first_x)> seen_run;
+    Halide::Expr run_length;  // rows of the run, with seen_run
 };
 
 // A dot product per score, out(j, i, h, b) = sum over channels c < `channels` of term(c, j, i, h, b), for
@@ -103,6 +115,14 @@ struct AttentionProblem {
     Halide::Expr kv_head(const Halide::Expr &h) const { return h / (heads / kv_heads); }
     // Bottom-right alignment: query row i sits at absolute position k_len - q_len + i.
     Halide::Expr query_position(const Halide::Expr &i) const { return k_len - q_len + i; }
+
+    // The call's mask (MaskKind) and sliding window.
+    Halide::Expr mask_kind, window;
+    // Positions of the first and last query that may see key j (a window's: j to j + window - 1, a causal
+    // mask's: j to the last), within the queries' positions; the first exceeds the last where none can.
+    // Both minus j are non-increasing in j.
+    Halide::Expr first_query_seeing(const Halide::Expr &j) const;
+    Halide::Expr last_query_seeing(const Halide::Expr &j) const;
 };
 
 // Content-position term read from tables by a row of the relative distance d = j - p_i (Shaw's q_i . aK,
@@ -193,6 +213,9 @@ public:
     // contraction whose table is stored in bf16 then runs on them, its rows rounded to bf16 as q.k's
     // queries are. Tables stored in float32 (Shaw's) keep float32 products.
     void use_bf16_contractions(bool enabled) { bf16_contractions_ = enabled; }
+    // Set by the kernel before setup, from its schedule (Blocking::contraction_run_block): skewed
+    // contractions with a seen run are computed in blocks of this many run rows (0: whole runs).
+    void use_contraction_run_blocks(int rows) { contraction_run_block_ = rows; }
 
 protected:
     // Registers a helper Func for the schedule; returns it for convenience.
@@ -218,6 +241,7 @@ protected:
 private:
     mutable std::vector<HelperStage> helpers_;
     bool bf16_contractions_ = false;
+    int contraction_run_block_ = 0;
 };
 
 // Scheme registry: a scheme file registers a factory under its name; generators look it up.

@@ -127,6 +127,10 @@ DecodePvBlock decode_pv_block(int block_heads, int vectors) {
     return {heads, vectors};
 }
 
+// Vectors of rows in a per-call contraction's register block (DeBERTa's p2c: rows are table rows): 3
+// measured as well as 2 or 4.
+constexpr int kPerCallRowVectors = 3;
+
 // Rows of a prefill P.V register block with a fixed head_dim: at most pv_block_rows, at most 24
 // accumulator vectors (of 32 registers; the rest hold V and the broadcast P), and a divisor of the
 // tile so that blocks align with tiles.
@@ -165,6 +169,10 @@ Blocking cpu_algorithm_blocking(const CpuScheduleParams &params, ShapeClass shap
     // fp32 1025 0.92x, 4096 1.01x; with K/V in L3, bf16 Lk 128 0.41x. (Per-key tests in place of blocks,
     // trim_chunk_keys, took 1.23x at 4096: the chunk's max and sum then run a key at a time.)
     if (shape == ShapeClass::Decode) blocking.tail_key_block = 128;
+    // Per-call contractions (DeBERTa's p2c) in blocks of their register block's rows, each computed where the
+    // mask lets a query read it (schedule_contraction).
+    if (shape == ShapeClass::Prefill && blocking.query_tile > 1)
+        blocking.contraction_run_block = kPerCallRowVectors * params.vector_width;
     // Decode rotates keys (RoPE, xPos) inside q.k by rotating the query instead (schedule_decode), and
     // folds a table term's edge rows into the query (DeBERTa's p2c beyond max_position - 1).
     blocking.key_rotation_in_product = shape == ShapeClass::Decode;
@@ -227,13 +235,33 @@ void schedule_contraction(HelperStage &helper, const LoopLevel &level, int vecto
     out.compute_at(level);
     rows.compute_at(level);
     if (helper.skew_group > 0) out.align_bounds(args[0], helper.skew_group);
-    out.reorder_storage(args[1], args[0], args[2], args[3])
-        .split(args[0], x_block, x_lane, table_rows_per_block, TailStrategy::RoundUp)
-        .split(args[1], i_block, i_lane, vector_width * row_vectors, TailStrategy::RoundUp)
-        .reorder(i_lane, x_lane, i_block, x_block)
-        .vectorize(i_lane, vector_width)
-        .unroll(x_lane);
-    product.compute_at(out, i_block).reorder_storage(args[1], args[0]).vectorize(args[1], vector_width);
+    out.reorder_storage(args[1], args[0], args[2], args[3]);
+    if (helper.run.defined()) {
+        // In run blocks (the algorithm's, of vector_width * kPerCallRowVectors rows): a block of a group's
+        // run is the register block, computed only where the block's predicate holds.
+        const RDom &run = helper.run;
+        RVar row_vector("row_vector"), row_lane("row_lane");
+        out.update()
+            .split(args[0], x_block, x_lane, table_rows_per_block, TailStrategy::RoundUp)
+            .split(run.x, row_vector, row_lane, vector_width)
+            .reorder(row_lane, row_vector, x_lane, run.y, x_block)
+            // Each (x, run row) is written once: no race between the lanes of rows.
+            .allow_race_conditions()
+            .vectorize(row_lane)
+            .unroll(row_vector)
+            .unroll(x_lane);
+        // (Bounds inference widens the product's rows by the block predicate into a dynamic extent, which
+        // kept the accumulators in memory: the block's extent, fixed.)
+        product.compute_at(out, run.y).bound_extent(args[1], run.x.extent());
+    } else {
+        out.split(args[0], x_block, x_lane, table_rows_per_block, TailStrategy::RoundUp)
+            .split(args[1], i_block, i_lane, vector_width * row_vectors, TailStrategy::RoundUp)
+            .reorder(i_lane, x_lane, i_block, x_block)
+            .vectorize(i_lane, vector_width)
+            .unroll(x_lane);
+        product.compute_at(out, i_block);
+    }
+    product.reorder_storage(args[1], args[0]).vectorize(args[1], vector_width);
     if (helper.bf16_pairs) {
         // Each lane a pair of channels (the atomic, vectorized pair inside the row lanes: vdpbf16ps, as
         // prefill's q.k); the rows are staged with the pair innermost, then the rows.
@@ -291,8 +319,6 @@ void schedule_helpers(AttentionStages &s, const LoopLevel &per_pair, const LoopL
                       const LoopLevel &per_chunk, const LoopLevel &per_score, int vector_width, bool fixed_head_dim,
                       bool contractions_per_score = false) {
     // A per-tile contraction's rows are the tile's rows: its register block covers them (up to 4 vectors).
-    // A per-call one (DeBERTa's p2c: rows are table rows) takes 3 vectors, which measured as well as 2 or 4.
-    constexpr int kPerCallRowVectors = 3;
     const int tile = s.blocking.query_tile;
     const int tile_row_vectors = tile % vector_width == 0 ? std::clamp(tile / vector_width, 1, 4) : 1;
     for (HelperStage &helper : s.helpers) {

@@ -79,8 +79,18 @@ public:
             Expr last_key_of_group = key / key_group * key_group + (key_group - 1);
             return clamp(row_table(first_query - last_key_of_group), 0, 2 * span - rows_per_key);
         };
-        Func by_key_run = contraction("deberta_p2c", query_table, 2 * span, keys, p.k_len, p.head_dim,
-                                      Placement::PerCall, ContractionSkew{first_row, key_group});
+        // Of a group's run, the rows between its least and greatest distance p_i - j that the mask shows (a causal
+        // mask: from distance 0 up, about half of the run).
+        ContractionSkew skew{first_row, key_group};
+        skew.run_length = rows_per_key;
+        skew.seen_run = [=](const Expr &first_key) {
+            const Expr last_key = first_key + (key_group - 1), base = first_row(first_key);
+            const Expr begin = row_table(p.first_query_seeing(last_key) - last_key) - base;
+            const Expr end = row_table(p.last_query_seeing(first_key) - first_key) - base + 1;
+            return std::make_pair(clamp(begin, 0, rows_per_key), clamp(end, 0, rows_per_key));
+        };
+        Func by_key_run =
+            contraction("deberta_p2c", query_table, 2 * span, keys, p.k_len, p.head_dim, Placement::PerCall, skew);
         position_to_content_ = Func("deberta_p2c_by_row");
         position_to_content_(r, j, h, b) = by_key_run(j, clamp(r - first_row(j), 0, rows_per_key - 1), h, b);
     }
