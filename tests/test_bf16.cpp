@@ -141,8 +141,12 @@ bool bf16_dot_kernels_expected() {
 #endif
 }
 
-// Whether the build has Transformer-XL decode kernels on dot products (not where its entry runs split-K).
-constexpr bool kTxlDecodeDotKernels = ATTNGEN_TEST_TXL_DECODE_DOT_KERNELS != 0;
+// Whether a bf16 decode call of `scheme` should run a dot-product kernel, given bf16_dot_kernels_expected():
+// every scheme but Transformer-XL where the build gave its decode no dot kernels (its entry runs split-K).
+bool decode_dot_kernel_expected(bool dot_kernels_expected, attngen_scheme scheme) {
+    constexpr bool kTxlDecodeDotKernels = ATTNGEN_TEST_TXL_DECODE_DOT_KERNELS != 0;
+    return dot_kernels_expected && (scheme != ATTNGEN_SCHEME_TXL || kTxlDecodeDotKernels);
+}
 
 // Runs c in bf16 against the double reference, checking that a *_dot kernel (built for Halide's
 // avx512_sapphirerapids target) serves it exactly when dot_kernel_expected.
@@ -175,7 +179,7 @@ TEST_CASE("bf16: grouped-query decode on avx512_bf16 dot products where the CPU 
                 if (k_len > 3) c.kv_lengths = {k_len, 613};
                 if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, 910 + int(scheme));
                 round_inputs(c);
-                check_bf16_run(c, dot_expected && (scheme != ATTNGEN_SCHEME_TXL || kTxlDecodeDotKernels));
+                check_bf16_run(c, decode_dot_kernel_expected(dot_expected, scheme));
             }
         }
     }
@@ -196,7 +200,7 @@ TEST_CASE("bf16: multi-head decode at lengths around key blocks and chunk ends",
                 if (k_len > 129) c.kv_lengths = {k_len, 131};
                 if (scheme != ATTNGEN_SCHEME_SDPA) set_random_scheme(c, scheme, seed + 1);
                 round_inputs(c);
-                check_bf16_run(c, dot_expected && (scheme != ATTNGEN_SCHEME_TXL || kTxlDecodeDotKernels));
+                check_bf16_run(c, decode_dot_kernel_expected(dot_expected, scheme));
             }
         }
     }
